@@ -1,0 +1,309 @@
+/**
+ * RUFID v1, exactly as `shared/spec/rufid-v1.md` defines it. The Python client
+ * (`clients/python/svc/rufid_algo.py`) and the Go client (`clients/go/rufid.go`) implement the
+ * same algorithm; all three are checked against `test/vectors/rufid-v1.json`.
+ */
+import { createHash } from 'node:crypto'
+import { invalidRufid } from './errors.js'
+
+export type LanguageFamily = 'python' | 'js' | 'go' | 'plain'
+
+export interface RufidInput {
+  function_name: string
+  signature: string
+  language: string
+  source_code: string
+}
+
+export interface RufidComputation {
+  rufid_short: string
+  /** SHA-256 hex of the canonical string (stored as `content_digest`). */
+  content_digest: string
+  normalized_code: string
+  canonical: string
+}
+
+const FAMILIES: Record<string, LanguageFamily> = {
+  python: 'python', python3: 'python', py: 'python',
+  javascript: 'js', js: 'js', node: 'js', nodejs: 'js', typescript: 'js', ts: 'js',
+  jsx: 'js', tsx: 'js', mjs: 'js', cjs: 'js',
+  go: 'go', golang: 'go',
+}
+
+export function languageFamily(language: string): LanguageFamily {
+  return FAMILIES[language.toLowerCase()] ?? 'plain'
+}
+
+const ASCII_WS = /^[ \t\n\r\f\v]+|[ \t\n\r\f\v]+$/g
+
+/** §2.3: trim leading and trailing ASCII whitespace only. */
+export function trimAsciiWhitespace(s: string): string {
+  return s.replace(ASCII_WS, '')
+}
+
+/** §2.1–2.2: one leading BOM removed, CRLF then lone CR turned into LF. */
+export function prepareSource(source: string): string {
+  const noBom = source.charCodeAt(0) === 0xfeff ? source.slice(1) : source
+  return noBom.replace(/\r\n/g, '\n').replace(/\r/g, '\n')
+}
+
+const LF = 10
+const isHorizontalWs = (c: number): boolean => c === 32 || c === 9 || c === 12 || c === 11
+const isIdentChar = (c: number): boolean =>
+  (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95
+const PY_PREFIX = new Set(['r', 'R', 'b', 'B', 'u', 'U', 'f', 'F'])
+
+/**
+ * The lexer's output: `text` with a parallel mask, 1 for code characters and 0 for characters
+ * inside string literals (which normalization never touches).
+ */
+interface Lexed {
+  chars: string[]
+  code: number[]
+}
+
+function pushLiteral(out: Lexed, s: string, start: number, end: number): void {
+  for (let k = start; k < end; k++) {
+    out.chars.push(s[k]!)
+    out.code.push(0)
+  }
+}
+
+function pushCode(out: Lexed, ch: string): void {
+  out.chars.push(ch)
+  out.code.push(1)
+}
+
+/** End (exclusive) of a string whose opening delimiter ends at `bodyStart`. */
+function scanQuoted(s: string, bodyStart: number, delim: string, opts: { escapes: boolean; endsAtLf: boolean }): number {
+  const n = s.length
+  let k = bodyStart
+  while (k < n) {
+    const c = s.charCodeAt(k)
+    if (opts.escapes && c === 92 /* \ */) {
+      k += 2
+      continue
+    }
+    if (opts.endsAtLf && c === LF) return k
+    if (s.startsWith(delim, k)) return k + delim.length
+    k++
+  }
+  return n
+}
+
+/** A line comment starting at `i` runs up to, not including, the next LF. */
+function lineCommentEnd(s: string, i: number): number {
+  const lf = s.indexOf('\n', i)
+  return lf === -1 ? s.length : lf
+}
+
+/** Block comment: removed; replaced by LF if it spans lines, by a space otherwise. */
+function blockComment(s: string, i: number, out: Lexed): number {
+  const close = s.indexOf('*/', i + 2)
+  const end = close === -1 ? s.length : close + 2
+  pushCode(out, s.slice(i, end).includes('\n') ? '\n' : ' ')
+  return end
+}
+
+function lexPython(s: string): Lexed {
+  const out: Lexed = { chars: [], code: [] }
+  const n = s.length
+  let i = 0
+  while (i < n) {
+    const ch = s[i]!
+    // string literal with an optional prefix of at most two letters from rRbBuUfF
+    let literalEnd = -1
+    for (let p = 0; p <= 2 && i + p < n; p++) {
+      if (p > 0) {
+        if (!PY_PREFIX.has(s[i + p - 1]!)) break
+        if (i > 0 && isIdentChar(s.charCodeAt(i - 1))) break
+      }
+      const q = s[i + p]
+      if (q === "'" || q === '"') {
+        const triple = q.repeat(3)
+        if (s.startsWith(triple, i + p)) {
+          literalEnd = scanQuoted(s, i + p + 3, triple, { escapes: true, endsAtLf: false })
+        } else {
+          literalEnd = scanQuoted(s, i + p + 1, q, { escapes: true, endsAtLf: true })
+        }
+        break
+      }
+    }
+    if (literalEnd !== -1) {
+      pushLiteral(out, s, i, Math.min(literalEnd, n))
+      i = Math.min(literalEnd, n)
+      continue
+    }
+    if (ch === '#') {
+      i = lineCommentEnd(s, i)
+      continue
+    }
+    pushCode(out, ch)
+    i++
+  }
+  return out
+}
+
+function lexCLike(s: string, family: 'js' | 'go'): Lexed {
+  const out: Lexed = { chars: [], code: [] }
+  const n = s.length
+  let i = 0
+  while (i < n) {
+    const ch = s[i]!
+    if (ch === '"' || ch === "'") {
+      const end = Math.min(scanQuoted(s, i + 1, ch, { escapes: true, endsAtLf: true }), n)
+      pushLiteral(out, s, i, end)
+      i = end
+      continue
+    }
+    if (ch === '`') {
+      // js template literal: escapes, `${}` not tracked; go raw string: no escapes
+      const end = Math.min(scanQuoted(s, i + 1, '`', { escapes: family === 'js', endsAtLf: false }), n)
+      pushLiteral(out, s, i, end)
+      i = end
+      continue
+    }
+    if (ch === '/' && s[i + 1] === '/') {
+      i = lineCommentEnd(s, i)
+      continue
+    }
+    if (ch === '/' && s[i + 1] === '*') {
+      i = blockComment(s, i, out)
+      continue
+    }
+    pushCode(out, ch)
+    i++
+  }
+  return out
+}
+
+/** §6: whitespace normalization over code characters only. */
+function normalizeWhitespace(lexed: Lexed): string {
+  const { chars, code } = lexed
+  const n = chars.length
+  // Step 1: drop runs of horizontal whitespace followed by a code LF or by end of input.
+  const keep1: number[] = []
+  let i = 0
+  while (i < n) {
+    if (code[i] === 1 && isHorizontalWs(chars[i]!.charCodeAt(0))) {
+      let j = i
+      while (j < n && code[j] === 1 && isHorizontalWs(chars[j]!.charCodeAt(0))) j++
+      const trailing = j === n || (code[j] === 1 && chars[j] === '\n')
+      if (!trailing) for (let k = i; k < j; k++) keep1.push(k)
+      i = j
+      continue
+    }
+    keep1.push(i)
+    i++
+  }
+  // Step 2: drop code LFs at the start or right after another code LF; then one final code LF.
+  const out: number[] = []
+  for (const k of keep1) {
+    const isCodeLf = code[k] === 1 && chars[k] === '\n'
+    if (isCodeLf) {
+      if (out.length === 0) continue
+      const last = out[out.length - 1]!
+      if (code[last] === 1 && chars[last] === '\n') continue
+    }
+    out.push(k)
+  }
+  if (out.length > 0) {
+    const last = out[out.length - 1]!
+    if (code[last] === 1 && chars[last] === '\n') out.pop()
+  }
+  let result = ''
+  for (const k of out) result += chars[k]
+  return result
+}
+
+/** Normalized source code for identity (never for execution). */
+export function normalizeSource(source: string, language: string): string {
+  const prepared = prepareSource(source)
+  const family = languageFamily(language)
+  switch (family) {
+    case 'plain':
+      return prepared.replace(/[ \t\f\v\n]+$/, '')
+    case 'python':
+      return normalizeWhitespace(lexPython(prepared))
+    case 'js':
+    case 'go':
+      return normalizeWhitespace(lexCLike(prepared, family))
+  }
+}
+
+export const BASE62_ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+
+/** Big-endian unsigned integer of `bytes`, in base 62, most significant digit first, no padding. */
+export function base62(bytes: Uint8Array): string {
+  let n = 0n
+  for (const b of bytes) n = (n << 8n) | BigInt(b)
+  if (n === 0n) return '0'
+  let out = ''
+  while (n > 0n) {
+    out = BASE62_ALPHABET[Number(n % 62n)] + out
+    n /= 62n
+  }
+  return out
+}
+
+export function canonicalString(input: Pick<RufidInput, 'function_name' | 'signature'>, normalizedCode: string): string {
+  return `${trimAsciiWhitespace(input.function_name)}:${trimAsciiWhitespace(input.signature)}:${normalizedCode}`
+}
+
+/** §7: the full computation (normalized code, canonical string, digest, short RUFID). */
+export function computeRufid(input: RufidInput): RufidComputation {
+  const normalized_code = normalizeSource(input.source_code, input.language)
+  const canonical = canonicalString(input, normalized_code)
+  const digest = createHash('sha256').update(canonical, 'utf8').digest()
+  return {
+    rufid_short: base62(digest).slice(0, 12),
+    content_digest: digest.toString('hex'),
+    normalized_code,
+    canonical,
+  }
+}
+
+// ---- §8 syntax --------------------------------------------------------------------------
+
+export const SHORT_RUFID = /^[A-Za-z0-9]{12}$/
+export const FULL_RUFID = /^rufid:([A-Za-z0-9]{12}):v([1-9][0-9]*):([A-Za-z0-9_.-]{1,64})$/
+export const VERSION_LABEL = /^v([1-9][0-9]*)$/
+export const TENANT_ID = /^[A-Za-z0-9_.-]{1,64}$/
+
+export interface ParsedRufid {
+  /** The 12-character hash. */
+  short: string
+  /** Version number when the full form was given. */
+  version?: number
+  tenant_id?: string
+}
+
+export function isShortRufid(value: unknown): value is string {
+  return typeof value === 'string' && SHORT_RUFID.test(value)
+}
+
+/** Accepts the short or full form; anything else is 1001 INVALID_RUFID. */
+export function parseRufid(value: unknown): ParsedRufid {
+  if (typeof value !== 'string') throw invalidRufid(value, 'RUFID must be a string')
+  if (SHORT_RUFID.test(value)) return { short: value }
+  const m = FULL_RUFID.exec(value)
+  if (!m) throw invalidRufid(value)
+  const version = Number(m[2])
+  if (!Number.isSafeInteger(version)) throw invalidRufid(value, 'version out of range')
+  return { short: m[1]!, version, tenant_id: m[3]! }
+}
+
+/** Parses `v<n>`; throws 1001 on anything else (the version is part of a RUFID). */
+export function parseVersionLabel(value: unknown): number {
+  const m = typeof value === 'string' ? VERSION_LABEL.exec(value) : null
+  if (!m || !Number.isSafeInteger(Number(m[1]))) throw invalidRufid(value, 'malformed version label')
+  return Number(m[1])
+}
+
+export function formatRufid(short: string, version: number, tenantId: string): string {
+  return `rufid:${short}:v${version}:${tenantId}`
+}
+
+export function isValidTenantId(value: unknown): value is string {
+  return typeof value === 'string' && TENANT_ID.test(value)
+}

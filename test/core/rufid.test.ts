@@ -1,0 +1,114 @@
+import { readFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+import {
+  base62, computeRufid, formatRufid, languageFamily, normalizeSource, parseRufid, parseVersionLabel,
+} from '../../src/core/rufid.js'
+import { SvcError } from '../../src/core/errors.js'
+
+interface Vector {
+  id: string
+  covers: string[]
+  function_name: string
+  signature: string
+  language: string
+  source_code: string
+  normalized_code: string
+  sha256_hex: string
+  rufid_short: string
+}
+
+const vectors = JSON.parse(readFileSync(new URL('../vectors/rufid-v1.json', import.meta.url), 'utf8')) as { cases: Vector[] }
+
+describe('RUFID v1 vectors (test/vectors/rufid-v1.json)', () => {
+  it('has at least 30 cases covering every bullet of rufid-v1.md §9', () => {
+    expect(vectors.cases.length).toBeGreaterThanOrEqual(30)
+    const covered = new Set(vectors.cases.flatMap((c) => c.covers))
+    for (const bullet of [
+      'family:python', 'family:js', 'family:go', 'family:plain', 'comment-in-string', 'block-comment-no-lf',
+      'block-comment-with-lf', 'crlf', 'bom', 'python-triple-quoted', 'indentation-depth',
+      'template-trailing-whitespace', 'unterminated-string', 'empty-source', 'non-ascii',
+    ]) expect(covered, bullet).toContain(bullet)
+  })
+
+  for (const v of vectors.cases) {
+    it(`${v.id}`, () => {
+      const got = computeRufid(v)
+      expect(got.normalized_code).toBe(v.normalized_code)
+      expect(got.content_digest).toBe(v.sha256_hex)
+      expect(got.rufid_short).toBe(v.rufid_short)
+      expect(got.rufid_short).toMatch(/^[A-Za-z0-9]{12}$/)
+    })
+  }
+
+  it('indentation that differs only in depth gives different RUFIDs', () => {
+    const [a, b] = ['py-indent-2', 'py-indent-4'].map((id) => vectors.cases.find((c) => c.id === id)!)
+    expect(a!.rufid_short).not.toBe(b!.rufid_short)
+  })
+})
+
+describe('normalization', () => {
+  it('treats comments and insignificant whitespace as identity-neutral', () => {
+    const base = { function_name: 'add', signature: '(a, b)', language: 'js' }
+    const a = computeRufid({ ...base, source_code: 'function add(a, b) { return a + b }' })
+    const b = computeRufid({ ...base, source_code: '\n// doc\nfunction add(a, b) { return a + b }   \n\n' })
+    expect(a.rufid_short).toBe(b.rufid_short)
+  })
+
+  it('never merges programs that differ inside a string literal', () => {
+    const base = { function_name: 'f', signature: '()', language: 'python' }
+    const a = computeRufid({ ...base, source_code: 'def f():\n    return "a  "\n' })
+    const b = computeRufid({ ...base, source_code: 'def f():\n    return "a "\n' })
+    expect(a.rufid_short).not.toBe(b.rufid_short)
+  })
+
+  it('maps languages to families case-insensitively', () => {
+    expect(languageFamily('TypeScript')).toBe('js')
+    expect(languageFamily('GOLANG')).toBe('go')
+    expect(languageFamily('Py')).toBe('python')
+    expect(languageFamily('rust')).toBe('plain')
+  })
+
+  it('keeps the executed source untouched (normalization is only for identity)', () => {
+    const src = 'def f():  # c\n    return 1\n'
+    normalizeSource(src, 'python')
+    expect(src).toBe('def f():  # c\n    return 1\n')
+  })
+})
+
+describe('base62', () => {
+  it('encodes big-endian integers with the spec alphabet', () => {
+    expect(base62(Uint8Array.from([0]))).toBe('0')
+    expect(base62(Uint8Array.from([61]))).toBe('z')
+    expect(base62(Uint8Array.from([62]))).toBe('10')
+    expect(base62(Uint8Array.from([1, 0]))).toBe('48') // 256 = 4*62 + 8
+  })
+})
+
+describe('parsing and validation (1001)', () => {
+  it('accepts the short and full forms', () => {
+    expect(parseRufid('AbC123xyz789')).toEqual({ short: 'AbC123xyz789' })
+    expect(parseRufid('rufid:AbC123xyz789:v12:tenant-a.b_c')).toEqual({ short: 'AbC123xyz789', version: 12, tenant_id: 'tenant-a.b_c' })
+    expect(formatRufid('AbC123xyz789', 3, 't1')).toBe('rufid:AbC123xyz789:v3:t1')
+  })
+
+  it.each([
+    '', 'short', 'AbC123xyz78', 'AbC123xyz7890', 'AbC123xyz78!', 'AbC123xyz78é', ' AbC123xyz789',
+    'rufid:AbC123xyz789', 'rufid:AbC123xyz789:v0:t', 'rufid:AbC123xyz789:v01:t', 'rufid:AbC123xyz789:1:t',
+    'rufid:AbC123xyz789:v1:', 'rufid:AbC123xyz789:v1:ten ant', `rufid:AbC123xyz789:v1:${'t'.repeat(65)}`,
+    'RUFID:AbC123xyz789:v1:t', 12, null, undefined, {}, ['AbC123xyz789'],
+  ])('rejects %j with 1001', (bad) => {
+    try {
+      parseRufid(bad)
+      expect.unreachable()
+    } catch (err) {
+      expect(err).toBeInstanceOf(SvcError)
+      expect((err as SvcError).code).toBe(1001)
+    }
+  })
+
+  it('parses version labels', () => {
+    expect(parseVersionLabel('v1')).toBe(1)
+    expect(parseVersionLabel('v42')).toBe(42)
+    for (const bad of ['1', 'v0', 'V1', 'v', 'v1.0', '', 3]) expect(() => parseVersionLabel(bad)).toThrow(SvcError)
+  })
+})
