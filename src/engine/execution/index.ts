@@ -1,0 +1,14 @@
+export type {
+  ExecutionLimits,
+  LogLine,
+  Sandbox,
+  SandboxInit,
+  SandboxLogger,
+  SandboxOutcome,
+  SandboxRequest,
+  SandboxStats,
+  SandboxWorkerStats,
+} from './types.js'
+export { createSandbox } from './sandbox.js'
+export { parseSignatureParams, parseSignature, bindArguments, type SignatureParam, type BoundArguments } from './signature.js'
+export { SANDBOX_FAMILIES, sandboxFamilyOf } from './languages.js'

@@ -1,0 +1,151 @@
+/**
+ * Code evaluated in every fresh isolate context before the function's source (as the body of an
+ * `evalClosure`, with `$0` = the log cap in bytes). It installs a `console` that records lines
+ * inside the isolate, and returns `{ invoke, drain }`:
+ *
+ * - `invoke(fn, callJson)` calls `fn` with the arguments in `callJson` (`{ values, missing }`),
+ *   awaits it and returns a JSON envelope: `{ ok: true, json? }` or
+ *   `{ ok: false, kind: 'threw' | 'result', error: { name, message, stack? } }`.
+ * - `drain()` returns the JSON of `{ lines: [level, message, epochMs][], truncated }`.
+ *
+ * Built-ins are captured before user code runs, so a function that replaces `JSON` or
+ * `Reflect` cannot corrupt its own envelope. No host object is exposed to the context.
+ */
+export const PRELUDE = String.raw`
+'use strict';
+const maxBytes = $0;
+const stringify = JSON.stringify;
+const parse = JSON.parse;
+const apply = Reflect.apply;
+const defineProperty = Object.defineProperty;
+const freeze = Object.freeze;
+const now = Date.now;
+const toStr = String;
+const objectToString = Object.prototype.toString;
+const charCodeAt = String.prototype.charCodeAt;
+const sliceStr = String.prototype.slice;
+const ErrorCtor = Error;
+const TypeErrorCtor = TypeError;
+const WeakSetCtor = WeakSet;
+const weakHas = WeakSet.prototype.has;
+const weakAdd = WeakSet.prototype.add;
+
+const lines = [];
+let used = 0;
+let truncated = false;
+
+function fit(s, budget) {
+  let bytes = 0;
+  const n = s.length;
+  for (let i = 0; i < n; i++) {
+    const c = apply(charCodeAt, s, [i]);
+    const size = c < 0x80 ? 1 : c < 0x800 ? 2 : (c >= 0xd800 && c <= 0xdbff && i + 1 < n) ? 4 : 3;
+    if (bytes + size > budget) return { units: i, bytes, whole: false };
+    bytes += size;
+    if (size === 4) i++;
+  }
+  return { units: n, bytes, whole: true };
+}
+
+function formatValue(v) {
+  try {
+    const t = typeof v;
+    if (t === 'string') return v;
+    if (t === 'function') return v.name ? '[Function: ' + toStr(v.name) + ']' : '[Function (anonymous)]';
+    if (v === null || t !== 'object') return toStr(v);
+    if (v instanceof ErrorCtor) return typeof v.stack === 'string' ? v.stack : toStr(v.name) + ': ' + toStr(v.message);
+    const seen = new WeakSetCtor();
+    const out = stringify(v, function (key, x) {
+      const tx = typeof x;
+      if (tx === 'bigint') return toStr(x) + 'n';
+      if (tx === 'function') return '[Function]';
+      if (tx === 'symbol') return toStr(x);
+      if (x !== null && tx === 'object') {
+        if (apply(weakHas, seen, [x])) return '[Circular]';
+        apply(weakAdd, seen, [x]);
+      }
+      return x;
+    });
+    return out === undefined ? apply(objectToString, v, []) : out;
+  } catch (err) {
+    return '[unprintable value]';
+  }
+}
+
+function write(level, args) {
+  if (truncated) return;
+  let message = '';
+  for (let i = 0; i < args.length; i++) message += (i === 0 ? '' : ' ') + formatValue(args[i]);
+  const budget = maxBytes - used - 1;
+  const f = fit(message, budget < 0 ? 0 : budget);
+  if (f.whole) {
+    used += f.bytes + 1;
+    lines[lines.length] = [level, message, now()];
+    return;
+  }
+  if (f.units > 0) lines[lines.length] = [level, apply(sliceStr, message, [0, f.units]), now()];
+  truncated = true;
+}
+
+const sandboxConsole = {
+  log(...args) { write('log', args); },
+  info(...args) { write('info', args); },
+  warn(...args) { write('warn', args); },
+  error(...args) { write('error', args); },
+  debug(...args) { write('debug', args); },
+  trace(...args) { write('debug', args); },
+  dir(...args) { write('log', args); },
+  table(...args) { write('log', args); },
+  assert(condition, ...args) { if (!condition) write('error', ['Assertion failed:'].concat(args)); },
+};
+defineProperty(globalThis, 'console', { value: freeze(sandboxConsole), writable: false, configurable: false, enumerable: false });
+
+function describe(err) {
+  try {
+    if (err instanceof ErrorCtor) {
+      return { name: toStr(err.name), message: toStr(err.message), stack: typeof err.stack === 'string' ? err.stack : undefined };
+    }
+    return { name: 'Error', message: 'threw a non-Error value: ' + formatValue(err) };
+  } catch (e) {
+    return { name: 'Error', message: 'threw a value that cannot be described' };
+  }
+}
+
+function replacer(key, value) {
+  const t = typeof value;
+  if (t === 'function' || t === 'symbol' || t === 'bigint') {
+    const what = t === 'bigint' ? 'a BigInt' : 'a ' + t;
+    throw new TypeErrorCtor('the result contains ' + what + (key === '' ? '' : ' (at key ' + stringify(toStr(key)) + ')'));
+  }
+  return value;
+}
+
+async function invoke(fn, callJson) {
+  const call = parse(callJson);
+  const args = call.values;
+  for (let i = 0; i < call.missing.length; i++) args[call.missing[i]] = undefined;
+  let value;
+  try {
+    value = await apply(fn, undefined, args);
+  } catch (err) {
+    return stringify({ ok: false, kind: 'threw', error: describe(err) });
+  }
+  if (value === undefined) return stringify({ ok: true });
+  let json;
+  try {
+    json = stringify(value, replacer);
+  } catch (err) {
+    return stringify({ ok: false, kind: 'result', error: describe(err) });
+  }
+  if (json === undefined) {
+    return stringify({ ok: false, kind: 'result', error: { name: 'TypeError', message: 'the result is not a JSON value' } });
+  }
+  return stringify({ ok: true, json });
+}
+
+function drain() {
+  return stringify({ lines, truncated });
+}
+
+return freeze({ invoke, drain });
+`

@@ -1,0 +1,74 @@
+import { SvcError, isSvcError, validationFailed } from '../../core/errors.js'
+import type { ExecuteJob } from './ipc.js'
+import { sandboxFamilyOf } from './languages.js'
+import { bindArguments, parseSignature } from './signature.js'
+import type { SandboxRequest } from './types.js'
+
+const MAX_LIMITS = { timeoutMs: 86_400_000, memoryMb: 1_048_576, cpuMs: 86_400_000 } as const
+
+export type PreparedRequest =
+  | { ok: true; job: ExecuteJob }
+  /** The request is well formed but its arguments do not fit the signature. */
+  | { ok: false; error: SvcError }
+
+/**
+ * Checks a request and binds its arguments. Throws VALIDATION_FAILED for a request that cannot
+ * be attempted (malformed fields, a language no sandbox runtime runs, arguments that are not JSON).
+ */
+export function prepareRequest(req: SandboxRequest, maxLogBytes: number): PreparedRequest {
+  if (typeof req !== 'object' || req === null) throw validationFailed('sandbox request must be an object')
+  requireString(req.key, 'key', true)
+  requireString(req.language, 'language', true)
+  requireString(req.source, 'source', false)
+  requireString(req.functionName, 'functionName', true)
+  requireString(req.signature, 'signature', false)
+  const family = sandboxFamilyOf(req.language)
+  if (family === undefined) {
+    throw new SvcError('VALIDATION_FAILED', `language '${req.language}' cannot be executed by this node`, {
+      details: { language: req.language },
+    })
+  }
+  if (typeof req.args !== 'object' || req.args === null) throw validationFailed('args must be an object or an array')
+  const limits = req.limits
+  if (typeof limits !== 'object' || limits === null) throw validationFailed('limits are required')
+  for (const field of ['timeoutMs', 'memoryMb', 'cpuMs'] as const) {
+    const value = limits[field]
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_LIMITS[field]) {
+      throw validationFailed(`limits.${field} must be a positive number not above ${MAX_LIMITS[field]}`)
+    }
+  }
+
+  let bound
+  try {
+    bound = bindArguments(parseSignature(req.signature), req.args)
+  } catch (err) {
+    if (isSvcError(err)) return { ok: false, error: err }
+    throw err
+  }
+  let argsJson: string
+  try {
+    argsJson = JSON.stringify(bound.values)
+  } catch (err) {
+    throw validationFailed(`arguments are not JSON-serialisable: ${err instanceof Error ? err.message : String(err)}`)
+  }
+  return {
+    ok: true,
+    job: {
+      key: req.key,
+      language: req.language.toLowerCase(),
+      family,
+      source: req.source,
+      functionName: req.functionName,
+      argsJson,
+      missingArgs: bound.missing,
+      limits: { timeoutMs: limits.timeoutMs, memoryMb: limits.memoryMb, cpuMs: limits.cpuMs },
+      maxLogBytes,
+    },
+  }
+}
+
+function requireString(value: unknown, field: string, nonEmpty: boolean): void {
+  if (typeof value !== 'string' || (nonEmpty && value.length === 0)) {
+    throw validationFailed(`${field} must be a${nonEmpty ? ' non-empty' : ''} string`)
+  }
+}

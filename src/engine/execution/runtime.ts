@@ -1,0 +1,19 @@
+import type { ExecuteJob, WireOutcome } from './ipc.js'
+
+/** Something a runtime keeps warm per key in the worker's shared LRU (an isolate, an interpreter…). */
+export interface WarmEntry {
+  dispose(): void
+}
+
+export interface RunHooks {
+  /** Called once preparation is over and the time-limited part of the call begins. */
+  onStarted(): void
+}
+
+/**
+ * Runs calls for one language family inside a worker process. A runtime resolves every failure
+ * the function causes as an outcome; it throws only on its own faults.
+ */
+export interface LanguageRuntime {
+  execute(job: ExecuteJob, hooks: RunHooks): Promise<WireOutcome>
+}

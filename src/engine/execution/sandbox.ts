@@ -1,0 +1,237 @@
+import { SvcError, validationFailed } from '../../core/errors.js'
+import type { ExecuteJob } from './ipc.js'
+import { failedOutcome, outcomeFromWire } from './outcome.js'
+import { prepareRequest } from './prepare-request.js'
+import type { Sandbox, SandboxInit, SandboxOutcome, SandboxRequest, SandboxStats } from './types.js'
+import { describeExit, WorkerProcess, type RunResult, type WorkerExit } from './worker-process.js'
+
+const DEFAULT_KILL_GRACE_MS = 100
+/** Time a stopping worker gets to exit on its own before it is SIGKILLed. */
+const SHUTDOWN_GRACE_MS = 1_000
+const RESPAWN_BACKOFF_MAX_MS = 5_000
+/** Consecutive failed worker starts, with no worker up, after which waiting requests are refused. */
+const START_FAILURES_BEFORE_REFUSING = 3
+
+interface QueuedCall {
+  job: ExecuteJob
+  /** Times the call was handed back because its worker died before starting it. */
+  retries: number
+  resolve(outcome: SandboxOutcome): void
+  reject(err: unknown): void
+}
+
+/** Creates the supervised worker pool; call `start()` before `execute()`. */
+export function createSandbox(init: SandboxInit): Sandbox {
+  return new SandboxPool(init)
+}
+
+type PoolState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped'
+
+class SandboxPool implements Sandbox {
+  private state: PoolState = 'new'
+  private starting: Promise<void> | undefined
+  private stopping: Promise<void> | undefined
+  private readonly workers = new Set<WorkerProcess>()
+  private readonly queue: QueuedCall[] = []
+  private readonly respawnTimers = new Set<NodeJS.Timeout>()
+  private restarts = 0
+  private executions = 0
+  private nextCallId = 1
+  private startFailures = 0
+  private readonly killGraceMs: number
+
+  constructor(private readonly init: SandboxInit) {
+    for (const field of ['workers', 'maxWarmIsolatesPerWorker', 'maxLogBytes', 'queueLimit'] as const) {
+      const value = init[field]
+      const min = field === 'workers' ? 1 : 0
+      if (!Number.isInteger(value) || value < min) throw validationFailed(`sandbox ${field} must be an integer ≥ ${min}`)
+    }
+    this.killGraceMs = init.killGraceMs ?? DEFAULT_KILL_GRACE_MS
+    if (!Number.isFinite(this.killGraceMs) || this.killGraceMs < 0) throw validationFailed('sandbox killGraceMs must be ≥ 0')
+  }
+
+  start(): Promise<void> {
+    if (this.state === 'running') return Promise.resolve()
+    if (this.state === 'starting' && this.starting) return this.starting
+    if (this.state === 'stopping' && this.stopping) return this.stopping.then(() => this.start())
+    this.state = 'starting'
+    this.startFailures = 0
+    this.starting = this.launch().finally(() => {
+      this.starting = undefined
+    })
+    return this.starting
+  }
+
+  async stop(): Promise<void> {
+    if (this.state === 'new' || this.state === 'stopped') {
+      this.state = 'stopped'
+      return
+    }
+    if (this.state === 'stopping' && this.stopping) return this.stopping
+    this.state = 'stopping'
+    this.stopping = this.halt().finally(() => {
+      this.stopping = undefined
+    })
+    return this.stopping
+  }
+
+  async execute(req: SandboxRequest): Promise<SandboxOutcome> {
+    if (this.state !== 'running') throw unavailable(`the sandbox is ${this.state === 'new' ? 'not started' : this.state}`)
+    const prepared = prepareRequest(req, this.init.maxLogBytes)
+    if (!prepared.ok) return failedOutcome('error', prepared.error, 0)
+    if (!this.hasIdleWorker() && this.queue.length >= this.init.queueLimit) {
+      throw unavailable('the sandbox queue is full', 1)
+    }
+    return new Promise<SandboxOutcome>((resolve, reject) => {
+      this.queue.push({ job: prepared.job, retries: 0, resolve, reject })
+      this.pump()
+    })
+  }
+
+  stats(): SandboxStats {
+    const perWorker = [...this.workers].filter((w) => w.alive).map((w) => ({
+      pid: w.pid,
+      busy: w.busy,
+      warmIsolates: w.warmKeys.size,
+      executions: w.executions,
+    }))
+    return {
+      running: this.state === 'running',
+      workers: this.init.workers,
+      readyWorkers: perWorker.length,
+      busyWorkers: perWorker.filter((w) => w.busy).length,
+      queued: this.queue.length,
+      warmIsolates: perWorker.reduce((n, w) => n + w.warmIsolates, 0),
+      restarts: this.restarts,
+      executions: this.executions,
+      perWorker,
+    }
+  }
+
+  private async launch(): Promise<void> {
+    const spawned = Array.from({ length: this.init.workers }, () => this.spawn())
+    try {
+      await Promise.all(spawned.map((w) => w.ready))
+    } catch (err) {
+      if (this.state !== 'starting') throw unavailable('the sandbox was stopped while starting')
+      await this.halt()
+      throw new SvcError('SERVICE_UNAVAILABLE', 'sandbox workers failed to start', { cause: err })
+    }
+    if (this.state !== 'starting') throw unavailable('the sandbox was stopped while starting')
+    this.state = 'running'
+    this.init.logger?.info({ workers: spawned.map((w) => w.pid) }, 'sandbox started')
+    this.pump()
+  }
+
+  private async halt(): Promise<void> {
+    this.state = 'stopping'
+    for (const timer of this.respawnTimers) clearTimeout(timer)
+    this.respawnTimers.clear()
+    for (const call of this.queue.splice(0)) call.reject(unavailable('the sandbox stopped'))
+    await Promise.all([...this.workers].map((w) => w.shutdown(SHUTDOWN_GRACE_MS)))
+    this.workers.clear()
+    this.state = 'stopped'
+    this.init.logger?.info({}, 'sandbox stopped')
+  }
+
+  private spawn(): WorkerProcess {
+    const worker = new WorkerProcess({
+      config: { maxWarmIsolates: this.init.maxWarmIsolatesPerWorker },
+      killGraceMs: this.killGraceMs,
+      logger: this.init.logger,
+      onExit: (w, exit) => this.onWorkerExit(w, exit),
+    })
+    this.workers.add(worker)
+    return worker
+  }
+
+  private onWorkerExit(worker: WorkerProcess, exit: WorkerExit): void {
+    this.workers.delete(worker)
+    if (this.state !== 'running' && this.state !== 'starting') return
+    const level = exit.expected ? 'info' : 'warn'
+    this.init.logger?.[level]({ pid: worker.pid, exit: describeExit(exit) }, 'sandbox worker exited; replacing it')
+    let delay = 0
+    if (!worker.wasReady) {
+      this.startFailures++
+      delay = Math.min(RESPAWN_BACKOFF_MAX_MS, 100 * 2 ** (this.startFailures - 1))
+      if (this.startFailures >= START_FAILURES_BEFORE_REFUSING && !this.hasLiveWorker()) {
+        for (const call of this.queue.splice(0)) call.reject(unavailable('sandbox workers are failing to start', 5))
+      }
+    }
+    this.restarts++
+    const timer = setTimeout(() => {
+      this.respawnTimers.delete(timer)
+      if (this.state === 'running' || this.state === 'starting') this.respawn()
+    }, delay)
+    this.respawnTimers.add(timer)
+  }
+
+  private respawn(): void {
+    const worker = this.spawn()
+    worker.ready.then(
+      () => {
+        this.startFailures = 0
+        this.pump()
+      },
+      () => undefined,
+    )
+  }
+
+  private hasIdleWorker(): boolean {
+    for (const w of this.workers) if (w.idle) return true
+    return false
+  }
+
+  private hasLiveWorker(): boolean {
+    for (const w of this.workers) if (w.alive) return true
+    return false
+  }
+
+  /** Hands queued calls (FIFO) to idle workers, preferring one that holds the call's key warm. */
+  private pump(): void {
+    if (this.state !== 'running') return
+    while (this.queue.length > 0) {
+      const idle = [...this.workers].filter((w) => w.idle)
+      if (idle.length === 0) return
+      const call = this.queue.shift() as QueuedCall
+      const worker =
+        idle.find((w) => w.warmKeys.has(call.job.key)) ??
+        idle.reduce((best, w) => (w.warmKeys.size < best.warmKeys.size ? w : best))
+      void this.dispatch(worker, call)
+    }
+  }
+
+  private async dispatch(worker: WorkerProcess, call: QueuedCall): Promise<void> {
+    const result = await worker.run(this.nextCallId++, call.job)
+    if (result.kind === 'done') {
+      this.executions++
+      call.resolve(outcomeFromWire(result.outcome, worker.pid))
+    } else if (this.state !== 'running') {
+      call.reject(unavailable('the sandbox stopped'))
+    } else if (result.kind === 'lost' && !result.started && call.retries === 0) {
+      call.retries++
+      this.queue.unshift(call)
+    } else {
+      this.executions++
+      call.resolve(lostOutcome(result, call.job, worker.pid))
+    }
+    this.pump()
+  }
+}
+
+function lostOutcome(result: Exclude<RunResult, { kind: 'done' }>, job: ExecuteJob, pid: number): SandboxOutcome {
+  if (result.kind === 'killed') {
+    const error = new SvcError('EXECUTION_TIMEOUT', `the function did not finish within ${job.limits.timeoutMs} ms; its worker was killed`, {
+      details: { limit: 'time', timeoutMs: job.limits.timeoutMs },
+    })
+    return failedOutcome('timeout', error, pid, result.elapsedMs)
+  }
+  const error = new SvcError('EXECUTION_FAILED', `the sandbox worker running the function died (${result.reason})`, {
+    details: { reason: result.reason, memoryMb: job.limits.memoryMb },
+  })
+  return failedOutcome('error', error, pid, result.elapsedMs)
+}
+
+function unavailable(message: string, retryAfterSeconds?: number): SvcError {
+  return new SvcError('SERVICE_UNAVAILABLE', message, retryAfterSeconds === undefined ? {} : { retryAfterSeconds })
+}

@@ -1,0 +1,268 @@
+import { fork, type ChildProcess } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { dirname, extname, join } from 'node:path'
+import type { Readable } from 'node:stream'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { isWorkerMessage, type ExecuteJob, type SupervisorMessage, type WireOutcome, type WorkerConfig } from './ipc.js'
+import type { SandboxLogger } from './types.js'
+
+/** Time a call may spend before its time-limited part starts (isolate creation, transpiling, compiling). */
+const PREPARE_ALLOWANCE_MS = 5_000
+const READY_TIMEOUT_MS = 15_000
+const MAX_FORWARDED_LINE = 2_000
+
+/**
+ * The worker entry beside this module, with the same extension: `worker.ts` (loaded through
+ * tsx) when running from source, `worker.js` when running from `dist/`.
+ */
+export function workerEntry(): { path: string; execArgv: string[] } {
+  const here = fileURLToPath(import.meta.url)
+  const ext = extname(here)
+  const execArgv = ['--no-node-snapshot']
+  if (ext === '.ts' || ext === '.mts') execArgv.push('--import', tsxLoader())
+  return { path: join(dirname(here), `worker${ext}`), execArgv }
+}
+
+function tsxLoader(): string {
+  try {
+    return pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+  } catch {
+    return 'tsx'
+  }
+}
+
+export interface WorkerProcessOptions {
+  config: WorkerConfig
+  killGraceMs: number
+  logger?: SandboxLogger
+  onExit(worker: WorkerProcess, exit: WorkerExit): void
+}
+
+export interface WorkerExit {
+  code: number | null
+  signal: NodeJS.Signals | null
+  /** Whether the supervisor asked for it (shutdown, watchdog). */
+  expected: boolean
+}
+
+export type RunResult =
+  | { kind: 'done'; outcome: WireOutcome }
+  /** The watchdog killed the worker: no answer within the time limit plus grace. */
+  | { kind: 'killed'; started: boolean; elapsedMs: number }
+  /** The worker died on its own (OOM abort, crash, external kill). */
+  | { kind: 'lost'; started: boolean; reason: string; elapsedMs: number }
+
+interface Running {
+  id: number
+  started: boolean
+  startedAt: number
+  timeoutMs: number
+  watchdog: NodeJS.Timeout
+  settle(result: RunResult): void
+}
+
+/** Supervisor-side handle of one worker process: one call at a time, under a watchdog. */
+export class WorkerProcess {
+  readonly pid: number
+  readonly ready: Promise<void>
+  readonly exited: Promise<WorkerExit>
+  warmKeys: ReadonlySet<string> = new Set()
+  executions = 0
+  private state: 'starting' | 'ready' | 'exiting' | 'exited' = 'starting'
+  private running: Running | undefined
+  private expectedExit = false
+  private becameReady = false
+  private readonly child: ChildProcess
+
+  constructor(private readonly options: WorkerProcessOptions) {
+    const entry = workerEntry()
+    this.child = fork(entry.path, [JSON.stringify(options.config)], {
+      execArgv: entry.execArgv,
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      serialization: 'json',
+    })
+    this.pid = this.child.pid ?? 0
+    this.forwardOutput(this.child.stdout, 'stdout')
+    this.forwardOutput(this.child.stderr, 'stderr')
+
+    let markExited!: (exit: WorkerExit) => void
+    this.exited = new Promise((resolve) => (markExited = resolve))
+    let markReady!: () => void
+    let failReady!: (err: Error) => void
+    this.ready = new Promise<void>((resolve, reject) => {
+      markReady = resolve
+      failReady = reject
+    })
+    this.ready.catch(() => undefined)
+    const readyTimer = setTimeout(() => {
+      failReady(new Error(`sandbox worker ${this.pid} did not become ready within ${READY_TIMEOUT_MS} ms`))
+      this.kill()
+    }, READY_TIMEOUT_MS)
+
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
+      if (this.state === 'exited') return
+      clearTimeout(readyTimer)
+      const exit: WorkerExit = { code, signal, expected: this.expectedExit }
+      this.state = 'exited'
+      const running = this.running
+      running?.settle({ kind: 'lost', started: running.started, reason: describeExit(exit), elapsedMs: this.elapsed(running) })
+      this.child.removeAllListeners('message')
+      failReady(new Error(`sandbox worker ${this.pid} exited before it was ready (${describeExit(exit)})`))
+      markExited(exit)
+      options.onExit(this, exit)
+    }
+    this.child.once('exit', onExit)
+    this.child.on('error', (err) => {
+      options.logger?.warn({ pid: this.pid, err: err.message }, 'sandbox worker process error')
+      // A process that failed to spawn never emits 'exit'.
+      if (this.child.pid === undefined) onExit(null, null)
+      else this.kill()
+    })
+    this.child.on('message', (message: unknown) => {
+      if (!isWorkerMessage(message)) return
+      if (message.type === 'ready' && this.state === 'starting') {
+        clearTimeout(readyTimer)
+        this.state = 'ready'
+        this.becameReady = true
+        markReady()
+      } else if (message.type === 'started') this.onStarted(message.id)
+      else if (message.type === 'result') this.onResult(message.id, message.outcome, message.warmKeys)
+    })
+  }
+
+  /** Ready and not running a call. */
+  get idle(): boolean {
+    return this.state === 'ready' && this.running === undefined
+  }
+
+  get alive(): boolean {
+    return this.state === 'ready'
+  }
+
+  /** Whether the worker ever became ready (a worker that never did failed to start). */
+  get wasReady(): boolean {
+    return this.becameReady
+  }
+
+  get busy(): boolean {
+    return this.running !== undefined
+  }
+
+  /**
+   * Runs one call. Never rejects: a worker that dies or is killed by the watchdog (after
+   * `timeoutMs` + kill grace without an answer) yields `killed` or `lost`.
+   */
+  run(id: number, job: ExecuteJob): Promise<RunResult> {
+    if (!this.idle) throw new Error(`sandbox worker ${this.pid} is not idle`)
+    const timeoutMs = job.limits.timeoutMs
+    return new Promise<RunResult>((resolve) => {
+      const running: Running = {
+        id,
+        started: false,
+        startedAt: Date.now(),
+        timeoutMs,
+        watchdog: this.arm(timeoutMs + PREPARE_ALLOWANCE_MS),
+        settle: (result) => {
+          if (this.running !== running) return
+          clearTimeout(running.watchdog)
+          this.running = undefined
+          if (result.kind === 'done') this.executions++
+          resolve(result)
+        },
+      }
+      this.running = running
+      this.send({ type: 'execute', id, job })
+    })
+  }
+
+  /** Asks the worker to exit (disposing its isolates); SIGKILLs it after `graceMs`. */
+  async shutdown(graceMs: number): Promise<void> {
+    if (this.state === 'exited') return
+    this.expectedExit = true
+    if (this.state === 'ready') this.send({ type: 'shutdown' })
+    this.state = 'exiting'
+    let timer: NodeJS.Timeout | undefined
+    const forced = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        this.kill()
+        resolve()
+      }, graceMs)
+    })
+    await Promise.race([this.exited, forced])
+    clearTimeout(timer)
+    await this.exited
+  }
+
+  /** SIGKILLs the worker; `exited` settles when it is gone. */
+  kill(): void {
+    this.expectedExit = true
+    if (this.state !== 'exited') {
+      this.state = 'exiting'
+      this.child.kill('SIGKILL')
+    }
+  }
+
+  private arm(ms: number): NodeJS.Timeout {
+    return setTimeout(() => this.onWatchdog(), ms)
+  }
+
+  private onStarted(id: number): void {
+    const running = this.running
+    if (!running || running.id !== id || running.started) return
+    running.started = true
+    running.startedAt = Date.now()
+    clearTimeout(running.watchdog)
+    running.watchdog = this.arm(running.timeoutMs + this.options.killGraceMs)
+  }
+
+  private onResult(id: number, outcome: WireOutcome, warmKeys: unknown[]): void {
+    this.warmKeys = new Set(warmKeys.filter((k): k is string => typeof k === 'string'))
+    const running = this.running
+    if (running && running.id === id) running.settle({ kind: 'done', outcome })
+  }
+
+  private onWatchdog(): void {
+    const running = this.running
+    if (!running) return
+    this.options.logger?.warn({ pid: this.pid, timeoutMs: running.timeoutMs }, 'sandbox worker unresponsive; killing it')
+    running.settle({ kind: 'killed', started: running.started, elapsedMs: this.elapsed(running) })
+    this.kill()
+  }
+
+  private elapsed(running = this.running): number {
+    return running ? Date.now() - running.startedAt : 0
+  }
+
+  private send(message: SupervisorMessage): void {
+    try {
+      this.child.send(message, (err) => {
+        if (err) this.kill()
+      })
+    } catch {
+      this.kill()
+    }
+  }
+
+  private forwardOutput(stream: Readable | null, name: 'stdout' | 'stderr'): void {
+    if (!stream) return
+    const logger = this.options.logger
+    if (!logger) {
+      stream.resume()
+      return
+    }
+    stream.setEncoding('utf8')
+    let pending = ''
+    stream.on('data', (chunk: string) => {
+      pending += chunk
+      const lines = pending.split('\n')
+      pending = (lines.pop() ?? '').slice(-MAX_FORWARDED_LINE)
+      for (const line of lines) {
+        if (line.trim() !== '') logger.warn({ pid: this.pid, stream: name, line: line.slice(0, MAX_FORWARDED_LINE) }, 'sandbox worker output')
+      }
+    })
+  }
+}
+
+export function describeExit(exit: Pick<WorkerExit, 'code' | 'signal'>): string {
+  return exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`
+}
