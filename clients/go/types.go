@@ -1,0 +1,415 @@
+package svc
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ---- core group --------------------------------------------------------------------------
+
+// CreateRequest is the body of POST /api/v1/functions/create (service-spec §2.3).
+type CreateRequest struct {
+	FunctionName string   `json:"function_name"`
+	SourceCode   string   `json:"source_code"`
+	Signature    string   `json:"signature"`
+	Language     string   `json:"language"`
+	Description  string   `json:"description,omitempty"`
+	Tags         []string `json:"tags,omitempty"`
+	// Manifest is a function.svc.json object (a map or a struct); without a Lockfile the server
+	// computes one.
+	Manifest any `json:"manifest,omitempty"`
+	// Lockfile is a function.lock.json object; its manifest_digest must match Manifest.
+	Lockfile any `json:"lockfile,omitempty"`
+}
+
+// CreateResponse is the answer to Create.
+type CreateResponse struct {
+	RUFID           string `json:"rufid"`       // full form rufid:<short>:v<n>:<tenant>
+	RUFIDShort      string `json:"rufid_short"` // 12 characters
+	Version         string `json:"version"`     // "v<n>"
+	ContentDigest   string `json:"content_digest"`
+	ImportStatement string `json:"import_statement"`
+	ShareURL        string `json:"share_url"`
+	APIEndpoint     string `json:"api_endpoint"`
+	Created         bool   `json:"created"`
+}
+
+type resolveRequest struct {
+	RUFID   string `json:"rufid"`
+	Version string `json:"version,omitempty"`
+}
+
+// ResolveResponse is the answer to Resolve (service-spec §2.7, plus manifest and lockfile).
+type ResolveResponse struct {
+	FunctionID       string         `json:"function_id"`
+	RUFID            string         `json:"rufid"`
+	Version          string         `json:"version"`
+	Accessible       bool           `json:"accessible"`
+	Cached           bool           `json:"cached"`
+	ResolutionTimeMS float64        `json:"resolution_time_ms"`
+	ContentDigest    string         `json:"content_digest"`
+	FunctionName     string         `json:"function_name"`
+	Signature        string         `json:"signature"`
+	Language         string         `json:"language"`
+	Manifest         map[string]any `json:"manifest"`
+	Lockfile         map[string]any `json:"lockfile"`
+}
+
+type executeRequest struct {
+	Arguments any `json:"arguments"`
+}
+
+// ExecuteResponse is the answer to Execute.
+type ExecuteResponse struct {
+	// Result is the function's return value as JSON; see Decode and Value.
+	Result          json.RawMessage `json:"result"`
+	ExecutionTimeMS float64         `json:"execution_time_ms"`
+	Status          string          `json:"status"` // "success" for a successful run
+	ExecutionID     string          `json:"execution_id"`
+	// Error is set if a server reports a failed run in a 2xx body instead of an error response.
+	Error *Error `json:"error,omitempty"`
+}
+
+// Decode unmarshals Result into out.
+func (r *ExecuteResponse) Decode(out any) error { return decodeResult(r.Result, out) }
+
+// Value returns Result decoded into any (numbers are float64; null or absent is nil).
+func (r *ExecuteResponse) Value() (any, error) {
+	var v any
+	err := r.Decode(&v)
+	return v, err
+}
+
+// Err returns nil for a successful run, otherwise the run's error as *Error.
+func (r *ExecuteResponse) Err() error {
+	if r.Status == "" || r.Status == "success" {
+		return nil
+	}
+	return runError(r.Status, r.Error)
+}
+
+func decodeResult(raw json.RawMessage, out any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage("null")
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("svc: decoding result: %w", err)
+	}
+	return nil
+}
+
+// runError turns a non-success run status into an *Error.
+func runError(status string, e *Error) error {
+	if e != nil && e.Code != 0 {
+		cp := *e
+		if cp.Name == "" {
+			cp.Name = CodeName(cp.Code)
+		}
+		return &cp
+	}
+	code := CodeExecutionFailed
+	if status == "timeout" {
+		code = CodeExecutionTimeout
+	}
+	msg := "execution ended with status " + strconv.Quote(status)
+	if e != nil && e.Message != "" {
+		msg = e.Message
+	}
+	return &Error{Code: code, Name: CodeName(code), Message: msg}
+}
+
+// FunctionMetrics are a function's usage metrics (service-spec §2.2).
+type FunctionMetrics struct {
+	UsageCount         int64   `json:"usage_count"`
+	AvgExecutionTimeMS float64 `json:"avg_execution_time_ms"`
+	SuccessRate        float64 `json:"success_rate"`
+}
+
+// FunctionInfo is a function's metadata (service-spec §2.2), as returned by GetFunction and in
+// listings. Fields a server does not send stay zero.
+type FunctionInfo struct {
+	RUFID         string           `json:"rufid"`
+	FunctionName  string           `json:"function_name"`
+	Signature     string           `json:"signature"`
+	Language      string           `json:"language"`
+	Version       string           `json:"version"`
+	CreatedAt     string           `json:"created_at"`
+	Author        string           `json:"author"`
+	TenantID      string           `json:"tenant_id"`
+	Description   string           `json:"description,omitempty"`
+	Tags          []string         `json:"tags"`
+	Dependencies  []string         `json:"dependencies"`
+	ContentDigest string           `json:"content_digest,omitempty"`
+	Metrics       *FunctionMetrics `json:"metrics,omitempty"`
+	SourceCode    string           `json:"source_code,omitempty"`
+	Manifest      map[string]any   `json:"manifest,omitempty"`
+	Lockfile      map[string]any   `json:"lockfile,omitempty"`
+}
+
+// ListOptions are the parameters of ListFunctions.
+type ListOptions struct {
+	Search string
+	Tags   []string
+	Limit  int // 0: server default (20)
+	Offset int
+}
+
+// Pagination is the paging block of listings; NextOffset is nil on the last page.
+type Pagination struct {
+	Total      int  `json:"total"`
+	Limit      int  `json:"limit"`
+	Offset     int  `json:"offset"`
+	NextOffset *int `json:"next_offset"`
+}
+
+// FunctionList is the answer to ListFunctions.
+type FunctionList struct {
+	Items      []FunctionInfo `json:"items"`
+	Pagination Pagination     `json:"pagination"`
+}
+
+// ---- /v1 group ---------------------------------------------------------------------------
+
+// PublishRequest is the body of POST /v1/functions. Source is the raw source text; it is
+// base64-encoded when marshalled (the wire field carries base64).
+type PublishRequest struct {
+	Name        string   `json:"name"`
+	Runtime     string   `json:"runtime"` // language plus version, e.g. "python3.12"
+	Source      string   `json:"source"`
+	Description string   `json:"description,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+}
+
+// MarshalJSON writes the wire form, with Source base64-encoded.
+func (r PublishRequest) MarshalJSON() ([]byte, error) {
+	type wire PublishRequest
+	w := wire(r)
+	w.Source = base64.StdEncoding.EncodeToString([]byte(r.Source))
+	return json.Marshal(w)
+}
+
+// PublishResponse is the answer to Publish.
+type PublishResponse struct {
+	RUFID           string `json:"rufid"`
+	RUFIDShort      string `json:"rufid_short"`
+	Version         string `json:"version"`
+	ImportStatement string `json:"import_statement"`
+	ShareURL        string `json:"share_url"`
+}
+
+// ExecutionRef is the answer to ExecuteAsync (202).
+type ExecutionRef struct {
+	ExecutionID string `json:"execution_id"`
+	Status      string `json:"status"`
+}
+
+// Execution statuses.
+const (
+	StatusQueued  = "queued"
+	StatusRunning = "running"
+	StatusSuccess = "success"
+	StatusError   = "error"
+	StatusTimeout = "timeout"
+)
+
+// LogLine is one captured console line of an execution.
+type LogLine struct {
+	Level   string `json:"level"`
+	Message string `json:"message"`
+	At      string `json:"at"`
+}
+
+// UnmarshalJSON also accepts a bare string as a line's message.
+func (l *LogLine) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*l = LogLine{Message: s}
+		return nil
+	}
+	type plain LogLine
+	return json.Unmarshal(b, (*plain)(l))
+}
+
+// Execution is an execution record (GET /v1/executions/{id}).
+type Execution struct {
+	ExecutionID     string          `json:"execution_id"`
+	RUFID           string          `json:"rufid"`
+	RUFIDShort      string          `json:"rufid_short,omitempty"`
+	Version         string          `json:"version,omitempty"` // "v<n>" (a bare number is read as v<n>)
+	TenantID        string          `json:"tenant_id,omitempty"`
+	FunctionName    string          `json:"function_name,omitempty"`
+	Language        string          `json:"language,omitempty"`
+	Status          string          `json:"status"`
+	StartedAt       string          `json:"started_at,omitempty"`
+	FinishedAt      string          `json:"finished_at,omitempty"`
+	ExecutionTimeMS float64         `json:"execution_time_ms,omitempty"`
+	CPUTimeMS       float64         `json:"cpu_time_ms,omitempty"`
+	MemoryBytes     int64           `json:"memory_bytes,omitempty"`
+	Result          json.RawMessage `json:"result,omitempty"`
+	Error           *Error          `json:"error,omitempty"`
+	Logs            []LogLine       `json:"logs,omitempty"`
+}
+
+// UnmarshalJSON reads the record, accepting version as "v<n>" or as a number.
+func (e *Execution) UnmarshalJSON(b []byte) error {
+	type plain Execution
+	aux := struct {
+		*plain
+		Version json.RawMessage `json:"version"`
+	}{plain: (*plain)(e)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	e.Version = versionLabel(aux.Version)
+	return nil
+}
+
+func versionLabel(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil && n != "" {
+		return "v" + n.String()
+	}
+	return ""
+}
+
+// Done reports whether the execution has finished (status neither queued nor running).
+func (e *Execution) Done() bool {
+	return e.Status != StatusQueued && e.Status != StatusRunning && e.Status != ""
+}
+
+// Decode unmarshals Result into out.
+func (e *Execution) Decode(out any) error { return decodeResult(e.Result, out) }
+
+// Err returns nil for a successful run, the run's error as *Error for a failed one, and an
+// error for a record that has not finished.
+func (e *Execution) Err() error {
+	switch {
+	case e.Status == StatusSuccess:
+		return nil
+	case !e.Done():
+		return errNotDone
+	default:
+		return runError(e.Status, e.Error)
+	}
+}
+
+// ExecutionLogs is the answer to ExecutionLogs. A bare JSON array of lines is also accepted.
+type ExecutionLogs struct {
+	ExecutionID string    `json:"execution_id"`
+	Logs        []LogLine `json:"logs"`
+	Truncated   bool      `json:"truncated,omitempty"`
+}
+
+// UnmarshalJSON accepts {execution_id, logs, truncated} or a bare array of lines.
+func (l *ExecutionLogs) UnmarshalJSON(b []byte) error {
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
+		return json.Unmarshal(t, &l.Logs)
+	}
+	type plain ExecutionLogs
+	return json.Unmarshal(b, (*plain)(l))
+}
+
+// Text joins the log messages with newlines.
+func (l *ExecutionLogs) Text() string {
+	msgs := make([]string, len(l.Logs))
+	for i, line := range l.Logs {
+		msgs[i] = line.Message
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// SearchOptions are the parameters of Search.
+type SearchOptions struct {
+	Q        string
+	Language string
+	Tags     []string
+	Limit    int
+	Offset   int
+}
+
+// SearchAggregations are the facet counts of a marketplace search.
+type SearchAggregations struct {
+	Language map[string]int `json:"language"`
+	Tags     map[string]int `json:"tags"`
+	Author   map[string]int `json:"author"`
+}
+
+// SearchResult is the answer to Search.
+type SearchResult struct {
+	Items        []FunctionInfo     `json:"items"`
+	Pagination   Pagination         `json:"pagination"`
+	Aggregations SearchAggregations `json:"aggregations"`
+}
+
+// Latency are latency percentiles in milliseconds.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Cost is the resource cost of a function's executions.
+type Cost struct {
+	CPUMSTotal     float64 `json:"cpu_ms_total"`
+	CPUMSAvg       float64 `json:"cpu_ms_avg"`
+	MemoryBytesAvg float64 `json:"memory_bytes_avg"`
+}
+
+// Telemetry is the answer to Telemetry.
+type Telemetry struct {
+	RUFID      string  `json:"rufid"`
+	Window     string  `json:"window"`
+	Executions int64   `json:"executions"`
+	LatencyMS  Latency `json:"latency_ms"`
+	ErrorRate  float64 `json:"error_rate"`
+	Cost       Cost    `json:"cost"`
+}
+
+// ---- native group ------------------------------------------------------------------------
+
+// APIKeyRequest is the body of POST /api/v1/auth/v2/api-keys. Scopes: functions:create,
+// functions:read, functions:execute, functions:delete, admin.
+type APIKeyRequest struct {
+	Name        string   `json:"name"`
+	Scopes      []string `json:"scopes"`
+	ExpiresDays int      `json:"expires_days,omitempty"`
+}
+
+// APIKey is a minted key; APIKey (the secret) is shown only once.
+type APIKey struct {
+	APIKey    string   `json:"api_key"`
+	KeyID     string   `json:"key_id"`
+	Name      string   `json:"name"`
+	Scopes    []string `json:"scopes"`
+	ExpiresAt string   `json:"expires_at"`
+}
+
+// NativeExecuteRequest is the body of POST /api/v1/execution/execute.
+type NativeExecuteRequest struct {
+	RUFID        string `json:"rufid"`
+	FunctionName string `json:"function_name,omitempty"`
+	Namespace    string `json:"namespace,omitempty"`
+	SourceCode   string `json:"source_code,omitempty"`
+	InputData    any    `json:"input_data"`
+}
+
+// NativeExecuteResponse is the answer to ExecuteNative.
+type NativeExecuteResponse struct {
+	ExecutionID     string          `json:"execution_id"`
+	Status          string          `json:"status,omitempty"`
+	Result          json.RawMessage `json:"result,omitempty"`
+	ExecutionTimeMS float64         `json:"execution_time_ms"`
+	Error           *Error          `json:"error,omitempty"`
+}
+
+// Decode unmarshals Result into out.
+func (r *NativeExecuteResponse) Decode(out any) error { return decodeResult(r.Result, out) }
