@@ -1,2 +1,3 @@
 export * from './errors.js'
 export * from './rufid.js'
+export * from './canonical-json.js'

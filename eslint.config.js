@@ -1,0 +1,54 @@
+// Lint, and the one-way dependency arrows of shared/ARCHITECTURE.md:
+//   core ← engine ← {api/*, federation} ← daemon ← cli;  client ← core
+// core imports nothing of ours; the engine imports core only and no protocol library;
+// adapters never import each other; nothing imports daemon or cli.
+import js from '@eslint/js'
+import tseslint from 'typescript-eslint'
+
+const protocolLibraries = ['koa', '@koa/*', 'graphql', 'graphql-*', '@grpc/*', 'ws', 'libp2p', '@libp2p/*', '@chainsafe/*']
+const restrict = (groups, message) => ({
+  'no-restricted-imports': ['error', { patterns: groups.map((group) => ({ group, message })) }],
+})
+const adapters = ['rest', 'graphql', 'grpc', 'ws']
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'clients/**', 'bench/results/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', performance: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', setImmediate: 'readonly', NodeJS: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', fetch: 'readonly', structuredClone: 'readonly', queueMicrotask: 'readonly' } },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    files: ['src/core/**'],
+    rules: restrict([['../*', '../**']], 'core/ imports nothing of ours outside core/'),
+  },
+  {
+    files: ['src/engine/**'],
+    rules: restrict(
+      [['**/api/**', '**/daemon/**', '**/cli/**', '**/federation/**', '**/client/**'], protocolLibraries],
+      'the engine imports core/ only and knows no protocol',
+    ),
+  },
+  {
+    files: ['src/federation/**'],
+    rules: restrict([['**/api/**', '**/daemon/**', '**/cli/**']], 'federation imports the engine, never an adapter, the daemon or the cli'),
+  },
+  ...adapters.map((name) => ({
+    files: [`src/api/${name}/**`],
+    rules: restrict(
+      [[...adapters.filter((a) => a !== name).map((a) => `**/api/${a}/**`), '**/daemon/**', '**/cli/**', '**/federation/**']],
+      'adapters never import each other, the daemon, the cli or federation',
+    ),
+  })),
+  {
+    files: ['src/client/**'],
+    rules: restrict([['**/engine/**', '**/api/**', '**/daemon/**', '**/cli/**', '**/federation/**']], 'the client SDK imports core/ only'),
+  },
+  {
+    files: ['src/daemon/**'],
+    rules: restrict([['**/cli/**']], 'nothing imports the cli'),
+  },
+)

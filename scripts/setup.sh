@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs everything svc-node needs on a fresh machine: the npm packages pinned in
+# package-lock.json (isolated-vm compiles from source: 2-4 minutes), the compiled daemon,
+# and pytest for the Python client's tests. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# node-gyp downloads Node's headers unless told where they are; Debian ships them in /usr/include/node.
+if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/node.h ]; then
+  export npm_config_nodedir=/usr
+fi
+
+echo "svc-node setup: installing npm packages (npm ci)…"
+npm ci --no-audit --no-fund --loglevel=error
+echo "svc-node setup: compiling TypeScript…"
+npm run build --silent
+if command -v python3 >/dev/null 2>&1 && ! python3 -m pytest --version >/dev/null 2>&1; then
+  echo "svc-node setup: installing pytest for the Python client's tests…"
+  python3 -m pip install --quiet pytest
+fi
+echo "svc-node setup: done"

@@ -1,0 +1,52 @@
+import { type ErrorName, SvcError, toSvcError } from '../../core/errors.js'
+
+/** HTTP status of each svc error code: the one place the REST door maps codes (decisions.md). */
+const STATUS: Record<ErrorName, number> = {
+  INVALID_RUFID: 400,
+  RUFID_NOT_FOUND: 404,
+  PERMISSION_DENIED: 403,
+  EXECUTION_TIMEOUT: 408,
+  RATE_LIMITED: 429,
+  VALIDATION_FAILED: 400,
+  EXECUTION_FAILED: 422,
+  RUFID_COLLISION: 409,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+  FEDERATION_UNREACHABLE: 502,
+  SYNC_CONFLICT: 409,
+}
+
+export function httpStatusOf(err: SvcError): number {
+  if (err.reason === 'unauthenticated') return 401
+  if (err.reason === 'payload_too_large') return 413
+  if (err.reason === 'unprocessable') return 422
+  return STATUS[err.name]
+}
+
+export interface RestErrorBody {
+  error: { code: number; name: string; message: string; details: Record<string, unknown> }
+}
+
+export function errorBody(err: SvcError): RestErrorBody {
+  return { error: err.toJSON() }
+}
+
+/**
+ * Turns whatever a handler or a Koa middleware threw into an SvcError: body-parser failures
+ * (oversized or malformed bodies) become 1006, anything unknown 1009 (its text is not exposed).
+ */
+export function restErrorOf(err: unknown): SvcError {
+  if (err instanceof SvcError) return err
+  const e = err as { status?: number; type?: string; expose?: boolean; message?: string }
+  if (e && typeof e === 'object' && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+    if (e.status === 413) {
+      return new SvcError('VALIDATION_FAILED', 'request body exceeds the size limit', {
+        reason: 'payload_too_large', details: { limit: 'see server.body_limit_bytes' },
+      })
+    }
+    return new SvcError('VALIDATION_FAILED', e.expose && e.message ? e.message : 'malformed request', {
+      details: e.type ? { type: e.type } : {},
+    })
+  }
+  return toSvcError(err)
+}

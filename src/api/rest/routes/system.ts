@@ -1,0 +1,26 @@
+import type { Router } from '@koa/router'
+import type { RestApiComponents, RestApiInit, RestState } from '../app.js'
+
+/** Liveness, readiness and Prometheus metrics. */
+export function registerSystemRoutes(router: Router<RestState>, init: RestApiInit, { engine, isDraining }: RestApiComponents): void {
+  router.get('/healthz', (ctx) => {
+    ctx.state.operation = 'system.health'
+    ctx.body = { status: 'ok', pid: process.pid, uptime_s: Math.round(process.uptime()) }
+  })
+
+  router.get('/readyz', (ctx) => {
+    ctx.state.operation = 'system.ready'
+    const draining = isDraining?.() ?? false
+    const ready = engine.ready && !draining
+    ctx.status = ready ? 200 : 503
+    ctx.body = { status: ready ? 'ready' : draining ? 'draining' : 'starting' }
+  })
+
+  if (init.metricsAccess !== 'disabled') {
+    router.get('/metrics', async (ctx) => {
+      ctx.state.operation = 'system.metrics'
+      ctx.type = engine.metrics.registry.contentType
+      ctx.body = await engine.metrics.registry.metrics()
+    })
+  }
+}

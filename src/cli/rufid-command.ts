@@ -1,0 +1,54 @@
+import { readFileSync } from 'node:fs'
+import { Command } from 'commander'
+import { computeRufid } from '../core/rufid.js'
+
+interface VectorCase {
+  id: string
+  function_name: string
+  signature: string
+  language: string
+  source_code: string
+  rufid_short: string
+  sha256_hex: string
+}
+
+/** `svc rufid …`: compute RUFIDs locally, exactly as the daemon does. */
+export function rufidCommand(): Command {
+  const cmd = new Command('rufid').description('compute RUFIDs locally (RUFID v1)')
+
+  cmd.command('compute')
+    .description('print the RUFID of a function definition')
+    .requiredOption('--name <function_name>', 'function name')
+    .requiredOption('--signature <signature>', 'textual signature, e.g. "(a, b)"')
+    .requiredOption('--language <language>', 'language, e.g. python, javascript, typescript, go')
+    .option('--file <path>', 'source file (default: standard input)')
+    .option('--tenant <tenant_id>', 'also print the full v1 form for this tenant')
+    .option('--json', 'print JSON')
+    .action((opts: { name: string; signature: string; language: string; file?: string; tenant?: string; json?: boolean }) => {
+      const source_code = readFileSync(opts.file ?? 0, 'utf8')
+      const r = computeRufid({ function_name: opts.name, signature: opts.signature, language: opts.language, source_code })
+      const full = opts.tenant ? `rufid:${r.rufid_short}:v1:${opts.tenant}` : undefined
+      if (opts.json) {
+        process.stdout.write(JSON.stringify({ rufid_short: r.rufid_short, content_digest: r.content_digest, ...(full && { rufid: full }) }) + '\n')
+      } else {
+        process.stdout.write(`${r.rufid_short}${full ? `  ${full}` : ''}\n`)
+      }
+    })
+
+  cmd.command('vectors')
+    .description('compute the RUFID of every case of a vectors file and compare with its expectation')
+    .argument('[file]', 'vectors file', 'test/vectors/rufid-v1.json')
+    .action((file: string) => {
+      const { cases } = JSON.parse(readFileSync(file, 'utf8')) as { cases: VectorCase[] }
+      let mismatches = 0
+      for (const c of cases) {
+        const r = computeRufid(c)
+        const ok = r.rufid_short === c.rufid_short && r.content_digest === c.sha256_hex
+        if (!ok) mismatches++
+        process.stdout.write(`${ok ? 'ok      ' : 'MISMATCH'}  ${r.rufid_short}  expected ${c.rufid_short}  ${c.id}\n`)
+      }
+      process.stdout.write(`${cases.length - mismatches} of ${cases.length} vectors match\n`)
+      if (mismatches > 0) process.exitCode = 1
+    })
+  return cmd
+}

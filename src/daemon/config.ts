@@ -1,0 +1,153 @@
+import { readFileSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { resolve } from 'node:path'
+import { parse as parseYaml } from 'yaml'
+import { z } from 'zod'
+
+const limits = z.object({
+  timeout_ms: z.number().int().min(1).max(600_000),
+  memory_mb: z.number().int().min(8).max(8192),
+  cpu_ms: z.number().int().min(1).max(600_000),
+})
+
+export const configSchema = z.object({
+  server: z.object({
+    host: z.string().min(1),
+    port: z.number().int().min(0).max(65535),
+    body_limit_bytes: z.number().int().min(1024),
+    share_base: z.string(),
+    shutdown_grace_ms: z.number().int().min(0),
+    metrics_access: z.enum(['public', 'disabled']),
+  }).strict(),
+  data_dir: z.string().min(1),
+  log: z.object({
+    level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    format: z.enum(['auto', 'json', 'pretty']),
+  }).strict(),
+  auth: z.object({
+    provider: z.enum(['none']),
+    default_tenant: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/),
+  }).strict(),
+  registry: z.object({
+    cache_max_entries: z.number().int().min(1),
+    cache_ttl_ms: z.number().int().min(0),
+    max_source_bytes: z.number().int().min(1),
+  }).strict(),
+  execution: z.object({
+    workers: z.number().int().min(1).max(64),
+    max_warm_isolates_per_worker: z.number().int().min(1),
+    queue_limit: z.number().int().min(0),
+    max_log_bytes: z.number().int().min(0),
+    kill_grace_ms: z.number().int().min(0),
+    defaults: limits.strict(),
+    max: limits.strict(),
+  }).strict(),
+}).strict()
+
+export type SvcConfig = z.infer<typeof configSchema>
+
+/** Environment variables (service-spec names where it has them) and the config path they set. */
+const ENV: Array<[string, string[], 'string' | 'int']> = [
+  ['API_HOST', ['server', 'host'], 'string'],
+  ['API_PORT', ['server', 'port'], 'int'],
+  ['SVC_BODY_LIMIT_BYTES', ['server', 'body_limit_bytes'], 'int'],
+  ['SVC_SHARE_BASE', ['server', 'share_base'], 'string'],
+  ['SVC_METRICS_ACCESS', ['server', 'metrics_access'], 'string'],
+  ['SVC_DATA_DIR', ['data_dir'], 'string'],
+  ['LOG_LEVEL', ['log', 'level'], 'string'],
+  ['LOG_FORMAT', ['log', 'format'], 'string'],
+  ['AUTH_PROVIDER', ['auth', 'provider'], 'string'],
+  ['SVC_SANDBOX_WORKERS', ['execution', 'workers'], 'int'],
+]
+
+export const DEFAULT_CONFIG_PATH = new URL('../../config/default.yaml', import.meta.url)
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'ConfigError'
+  }
+}
+
+type Tree = Record<string, unknown>
+const isTree = (v: unknown): v is Tree => v !== null && typeof v === 'object' && !Array.isArray(v)
+
+function merge(base: Tree, over: Tree): Tree {
+  const out: Tree = { ...base }
+  for (const [k, v] of Object.entries(over)) out[k] = isTree(v) && isTree(out[k]) ? merge(out[k] as Tree, v) : v
+  return out
+}
+
+function setPath(tree: Tree, path: string[], value: unknown): void {
+  let node = tree
+  for (const key of path.slice(0, -1)) {
+    if (!isTree(node[key])) node[key] = {}
+    node = node[key] as Tree
+  }
+  node[path[path.length - 1]!] = value
+}
+
+function readYaml(path: string | URL, what: string): Tree {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new ConfigError(`cannot read ${what} ${String(path)}: ${(err as Error).message}`)
+  }
+  const parsed: unknown = parseYaml(text)
+  if (parsed === null || parsed === undefined) return {}
+  if (!isTree(parsed)) throw new ConfigError(`${what} ${String(path)} must hold a YAML mapping`)
+  return parsed
+}
+
+export interface LoadConfigOptions {
+  env?: NodeJS.ProcessEnv
+  /** overrides applied last (command-line flags) */
+  overrides?: Tree
+}
+
+/**
+ * Defaults from config/default.yaml, then the file named by SVC_CONFIG, then environment
+ * variables, then command-line overrides; validated once and frozen.
+ */
+export function loadConfig(options: LoadConfigOptions = {}): Readonly<SvcConfig> {
+  const env = options.env ?? process.env
+  let tree = readYaml(DEFAULT_CONFIG_PATH, 'default config')
+  if (env.SVC_CONFIG) tree = merge(tree, readYaml(resolve(env.SVC_CONFIG), 'config file'))
+  for (const [name, path, type] of ENV) {
+    const raw = env[name]
+    if (raw === undefined || raw === '') continue
+    if (type === 'int') {
+      if (!/^-?[0-9]+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got ${JSON.stringify(raw)}`)
+      setPath(tree, path, Number(raw))
+    } else {
+      setPath(tree, path, raw)
+    }
+  }
+  if (options.overrides) tree = merge(tree, options.overrides)
+  const parsed = configSchema.safeParse(tree)
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`)
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`)
+  }
+  const config = parsed.data
+  config.data_dir = expandHome(config.data_dir)
+  for (const key of ['timeout_ms', 'memory_mb', 'cpu_ms'] as const) {
+    if (config.execution.defaults[key] > config.execution.max[key]) {
+      throw new ConfigError(`execution.defaults.${key} exceeds execution.max.${key}`)
+    }
+  }
+  return deepFreeze(config)
+}
+
+function expandHome(p: string): string {
+  return resolve(p === '~' ? homedir() : p.startsWith('~/') ? homedir() + p.slice(1) : p)
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v)
+    Object.freeze(value)
+  }
+  return value
+}

@@ -1,0 +1,54 @@
+import { EventEmitter } from 'node:events'
+
+/** Emitted once per finished execution; every subscription channel reads these from one bus. */
+export interface ExecutionEvent {
+  execution_id: string
+  rufid: string
+  rufid_short: string
+  version: string
+  tenant_id: string
+  function_name: string
+  status: string
+  execution_time_ms: number
+  error_code: number | null
+  timestamp: string
+}
+
+export type SystemEventType =
+  | 'function.created'
+  | 'function.deleted'
+  | 'node.started'
+  | 'node.stopping'
+  | 'peer.joined'
+  | 'peer.left'
+
+export interface SystemEvent {
+  type: SystemEventType
+  /** set for tenant-scoped events; node-wide events have none */
+  tenant_id: string | null
+  rufid: string | null
+  message: string
+  timestamp: string
+  data: Record<string, unknown>
+}
+
+interface EventMap {
+  execution: [ExecutionEvent]
+  system: [SystemEvent]
+}
+
+/** The engine's one event bus. Listeners must not throw; slow consumers buffer on their own side. */
+export class EventBus extends EventEmitter<EventMap> {
+  constructor() {
+    super({ captureRejections: false })
+    this.setMaxListeners(0)
+  }
+
+  publishExecution(event: ExecutionEvent): void {
+    this.emit('execution', event)
+  }
+
+  publishSystem(event: Omit<SystemEvent, 'timestamp' | 'data'> & { data?: Record<string, unknown> }): void {
+    this.emit('system', { ...event, data: event.data ?? {}, timestamp: new Date().toISOString() })
+  }
+}

@@ -1,0 +1,206 @@
+import { SvcError, validationFailed } from '../../core/errors.js'
+import { requirePermission } from '../authz.js'
+import type { EventBus } from '../events.js'
+import { timeOrderedId } from '../ids.js'
+import type { SvcMetrics } from '../metrics.js'
+import { fullRufidOf, type FunctionRegistry, type FunctionTarget } from '../registry/function-registry.js'
+import type { CatalogStore } from '../storage/catalog-store.js'
+import type { ExecutionLogLine, ExecutionRecord, ExecutionStatus, FunctionStats, FunctionVersion, Principal } from '../types.js'
+
+export interface LimitValues {
+  timeoutMs: number
+  memoryMb: number
+  cpuMs: number
+}
+
+export interface ExecutionServiceInit {
+  /** applied when a function sets none */
+  defaults: LimitValues
+  /** a function's own limits are capped by these */
+  max: LimitValues
+}
+
+/** What the execution service needs of a sandbox (see `engine/execution`). */
+export interface SandboxPort {
+  execute(request: {
+    key: string
+    language: string
+    source: string
+    functionName: string
+    signature: string
+    args: Record<string, unknown> | unknown[]
+    limits: LimitValues
+  }): Promise<{
+    status: 'success' | 'error' | 'timeout'
+    result?: unknown
+    error?: SvcError
+    logs: ExecutionLogLine[]
+    wallTimeMs: number
+    cpuTimeMs: number
+    memoryBytes: number
+  }>
+}
+
+export interface ExecutionServiceComponents {
+  registry: FunctionRegistry
+  store: CatalogStore
+  sandbox: SandboxPort
+  metrics: SvcMetrics
+  events: EventBus
+}
+
+const EXECUTION_ID = /^ex_[0-9A-HJKMNP-TV-Z]{26}$/
+
+/** Runs functions in the sandbox and keeps a record of every run. */
+export class ExecutionService {
+  private readonly init: ExecutionServiceInit
+  private readonly c: ExecutionServiceComponents
+  /** usage statistics by `tenant/hash/version`, loaded from the store on first use */
+  private readonly stats = new Map<string, FunctionStats>()
+
+  constructor(init: ExecutionServiceInit, components: ExecutionServiceComponents) {
+    this.init = init
+    this.c = components
+  }
+
+  /**
+   * Executes a function with named arguments (or a positional array). Resolves with the stored
+   * record of a successful run; a failed run is recorded too and then thrown as its SvcError
+   * (1004, 1006, 1007) with `details.execution_id`.
+   */
+  async execute(principal: Principal, target: FunctionTarget, args: unknown): Promise<ExecutionRecord> {
+    requirePermission(principal, 'rufid.execute')
+    const normalizedArgs = normalizeArguments(args)
+    const { fn } = await this.c.registry.resolve(principal, target, 'rufid.execute')
+    const record = await this.run(principal, fn, normalizedArgs)
+    if (record.status !== 'success') {
+      const e = record.error!
+      throw new SvcError(e.name as ConstructorParameters<typeof SvcError>[0], e.message, {
+        details: { ...e.details, execution_id: record.execution_id, logs: record.logs },
+      })
+    }
+    return record
+  }
+
+  private async run(principal: Principal, fn: FunctionVersion, args: Record<string, unknown> | unknown[]): Promise<ExecutionRecord> {
+    const execution_id = timeOrderedId('ex_')
+    const started_at = new Date().toISOString()
+    const language = fn.language.toLowerCase()
+    const outcome = await this.c.sandbox.execute({
+      key: `${fn.tenant_id}/${fn.rufid_short}/v${fn.version}`,
+      language: fn.language,
+      source: fn.source_code,
+      functionName: fn.function_name,
+      signature: fn.signature,
+      args,
+      limits: this.limitsFor(fn),
+    })
+    const status: ExecutionStatus = outcome.status
+    const record: ExecutionRecord = {
+      execution_id,
+      rufid: fullRufidOf(fn),
+      rufid_short: fn.rufid_short,
+      version: fn.version,
+      tenant_id: fn.tenant_id,
+      function_name: fn.function_name,
+      language,
+      status,
+      started_at,
+      finished_at: new Date().toISOString(),
+      execution_time_ms: round3(outcome.wallTimeMs),
+      cpu_time_ms: round3(outcome.cpuTimeMs),
+      memory_bytes: outcome.memoryBytes,
+      logs: outcome.logs,
+      user: principal.user,
+    }
+    if (status === 'success') {
+      record.result = outcome.result === undefined ? null : outcome.result
+    } else {
+      const err = outcome.error ?? new SvcError('EXECUTION_FAILED', 'execution failed')
+      record.error = { code: err.code, name: err.name, message: err.message, details: err.details }
+    }
+    await this.c.store.putExecution(record, await this.recordUsage(fn, record))
+    this.c.metrics.functionExecutions.inc({ language, status })
+    this.c.metrics.functionExecutionDuration.observe({ language }, outcome.wallTimeMs / 1000)
+    if (record.error) this.c.metrics.functionErrors.inc({ code: String(record.error.code) })
+    this.c.events.publishExecution({
+      execution_id,
+      rufid: record.rufid,
+      rufid_short: fn.rufid_short,
+      version: `v${fn.version}`,
+      tenant_id: fn.tenant_id,
+      function_name: fn.function_name,
+      status,
+      execution_time_ms: record.execution_time_ms ?? 0,
+      error_code: record.error?.code ?? null,
+      timestamp: record.finished_at!,
+    })
+    return record
+  }
+
+  /** A stored execution of the principal's tenant; 1002 for unknown ids and other tenants' runs. */
+  async get(principal: Principal, executionId: unknown): Promise<ExecutionRecord> {
+    requirePermission(principal, 'rufid.read')
+    if (typeof executionId !== 'string' || !EXECUTION_ID.test(executionId)) {
+      throw validationFailed(`malformed execution id ${JSON.stringify(executionId)}`)
+    }
+    const record = await this.c.store.getExecution(executionId)
+    if (record === undefined || record.tenant_id !== principal.tenant_id) {
+      throw new SvcError('RUFID_NOT_FOUND', `execution ${executionId} does not exist`, { details: { execution_id: executionId } })
+    }
+    return record
+  }
+
+  private async loadStats(fn: FunctionVersion): Promise<FunctionStats> {
+    const key = statsKey(fn)
+    let stats = this.stats.get(key)
+    if (stats === undefined) {
+      const stored = await this.c.store.getStats(fn.tenant_id, fn.rufid_short, fn.version)
+      // another execution may have loaded it while we waited
+      stats = this.stats.get(key) ?? stored ?? { usage_count: 0, success_count: 0, total_execution_time_ms: 0 }
+      this.stats.set(key, stats)
+    }
+    return stats
+  }
+
+  private async recordUsage(fn: FunctionVersion, record: ExecutionRecord): Promise<FunctionStats> {
+    const stats = await this.loadStats(fn)
+    stats.usage_count++
+    if (record.status === 'success') stats.success_count++
+    stats.total_execution_time_ms += record.execution_time_ms ?? 0
+    return { ...stats }
+  }
+
+  /** service-spec §2.2 `metrics` of one function version. */
+  async usageOf(fn: FunctionVersion): Promise<{ usage_count: number; avg_execution_time_ms: number; success_rate: number }> {
+    const s = await this.loadStats(fn)
+    return {
+      usage_count: s.usage_count,
+      avg_execution_time_ms: s.usage_count === 0 ? 0 : round3(s.total_execution_time_ms / s.usage_count),
+      success_rate: s.usage_count === 0 ? 0 : s.success_count / s.usage_count,
+    }
+  }
+
+  limitsFor(fn: FunctionVersion): LimitValues {
+    const { defaults, max } = this.init
+    const pick = (own: number | undefined, d: number, m: number): number => Math.min(own ?? d, m)
+    return {
+      timeoutMs: pick(fn.limits.timeout_ms, defaults.timeoutMs, max.timeoutMs),
+      memoryMb: pick(fn.limits.memory_mb, defaults.memoryMb, max.memoryMb),
+      cpuMs: pick(fn.limits.cpu_ms, defaults.cpuMs, max.cpuMs),
+    }
+  }
+}
+
+/** Named arguments (a JSON object) or a positional array; absent means no arguments. */
+function normalizeArguments(args: unknown): Record<string, unknown> | unknown[] {
+  if (args === undefined || args === null) return {}
+  if (Array.isArray(args)) return args
+  if (typeof args === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(args))) return args as Record<string, unknown>
+  throw validationFailed('arguments must be an object of named arguments or an array', [
+    { pointer: '/arguments', message: 'must be an object or an array' },
+  ])
+}
+
+const statsKey = (fn: FunctionVersion): string => `${fn.tenant_id}/${fn.rufid_short}/v${fn.version}`
+const round3 = (n: number): number => Math.round(n * 1000) / 1000

@@ -1,0 +1,43 @@
+import { z } from 'zod'
+
+/** A function name is an identifier in the languages svc-node runs (letters, digits, `_`, `$`). */
+export const FUNCTION_NAME = /^[\p{L}_$][\p{L}\p{N}_$]{0,127}$/u
+const TAG = /^[\p{L}\p{N}_.:+#-]{1,64}$/u
+const LANGUAGE = /^[A-Za-z][A-Za-z0-9+#._-]{0,31}$/
+
+export interface CreateInputLimits {
+  maxSourceBytes: number
+}
+
+export function createInputSchema(limits: CreateInputLimits) {
+  return z.object({
+    function_name: z.string().regex(FUNCTION_NAME, 'must be an identifier of at most 128 characters'),
+    source_code: z
+      .string()
+      .min(1, 'must not be empty')
+      .refine((s) => Buffer.byteLength(s, 'utf8') <= limits.maxSourceBytes, {
+        message: `must be at most ${limits.maxSourceBytes} bytes`,
+      }),
+    signature: z.string().trim().min(1, 'must not be empty').max(1024),
+    language: z.string().regex(LANGUAGE, 'must be a language name such as python, javascript or typescript'),
+    description: z.string().max(4096).optional(),
+    tags: z.array(z.string().regex(TAG, 'tags are 1–64 letters, digits or _.:+#-')).max(32).optional(),
+    manifest: z.record(z.string(), z.unknown()).nullable().optional(),
+    lockfile: z.record(z.string(), z.unknown()).nullable().optional(),
+    limits: z
+      .object({
+        timeout_ms: z.number().int().positive().optional(),
+        memory_mb: z.number().int().positive().optional(),
+        cpu_ms: z.number().int().positive().optional(),
+      })
+      .strict()
+      .optional(),
+  })
+}
+
+export type CreateFunctionInput = z.infer<ReturnType<typeof createInputSchema>>
+
+export const resolveInputSchema = z.object({
+  rufid: z.unknown(),
+  version: z.unknown().optional(),
+})

@@ -1,0 +1,194 @@
+import type { AbstractBatchOperation, AbstractLevel, AbstractSublevel } from 'abstract-level'
+import { SvcError } from '../../core/errors.js'
+import type { ExecutionRecord, FunctionStats, FunctionVersion, LedgerEntry } from '../types.js'
+
+/** Format of what this code writes. Bump it with a migration when the layout changes. */
+export const DATA_FORMAT_VERSION = 1
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type LevelDatabase = AbstractLevel<any, string, any>
+type Json = AbstractSublevel<LevelDatabase, unknown, string, unknown>
+
+interface PutOp {
+  type: 'put'
+  sublevel: Json
+  key: string
+  value: unknown
+}
+
+const SEP = ':'
+const pad = (n: number): string => n.toString().padStart(10, '0')
+/** The smallest string greater than every key that starts with `prefix`. */
+const prefixEnd = (prefix: string): string => prefix + '\uffff'
+
+export const functionKey = (tenant: string, short: string, version: number): string =>
+  [tenant, short, pad(version)].join(SEP)
+export const ledgerKey = (tenant: string, name: string, version: number): string =>
+  [tenant, name, pad(version)].join(SEP)
+
+export interface CatalogStoreComponents {
+  /** An opened or openable abstract-level database (classic-level on disk, memory-level in tests). */
+  db: LevelDatabase
+}
+
+export interface NewVersionWrite {
+  fn: FunctionVersion
+  ledger: LedgerEntry
+}
+
+/**
+ * The node's durable state on LevelDB. Sublevels:
+ * - `meta`: data-format version;
+ * - `functions`: FunctionVersion by `tenant:hash:version`;
+ * - `function_version_ledger`: LedgerEntry by `tenant:function_name:version`;
+ * - `digests`: content digest by short hash (collision detection across the node);
+ * - `executions`: ExecutionRecord by execution id (time-ordered ids);
+ * - `function_stats`: FunctionStats by `tenant:hash:version`, written with each execution.
+ */
+export class CatalogStore {
+  private readonly db: LevelDatabase
+  private readonly meta: Json
+  private readonly functions: Json
+  private readonly ledger: Json
+  private readonly digests: Json
+  private readonly executions: Json
+  private readonly stats: Json
+  private started = false
+
+  constructor(components: CatalogStoreComponents) {
+    this.db = components.db
+    const json = { valueEncoding: 'json' as const }
+    this.meta = this.db.sublevel<string, unknown>('meta', json) as Json
+    this.functions = this.db.sublevel<string, unknown>('functions', json) as Json
+    this.ledger = this.db.sublevel<string, unknown>('function_version_ledger', json) as Json
+    this.digests = this.db.sublevel<string, unknown>('digests', json) as Json
+    this.executions = this.db.sublevel<string, unknown>('executions', json) as Json
+    this.stats = this.db.sublevel<string, unknown>('function_stats', json) as Json
+  }
+
+  /** Opens the database and checks (or, on an empty database, writes) the data-format version. */
+  async start(): Promise<void> {
+    if (this.started) return
+    await this.db.open()
+    const stored = await this.meta.get('data_format_version')
+    if (stored === undefined) {
+      await this.meta.put('data_format_version', DATA_FORMAT_VERSION)
+    } else if (stored !== DATA_FORMAT_VERSION) {
+      await this.db.close()
+      throw new SvcError(
+        'INTERNAL_ERROR',
+        `data directory holds data format ${String(stored)}; this svc-node reads format ${DATA_FORMAT_VERSION}`,
+        { details: { stored, expected: DATA_FORMAT_VERSION } },
+      )
+    }
+    this.started = true
+  }
+
+  async stop(): Promise<void> {
+    if (!this.started) return
+    this.started = false
+    await this.db.close()
+  }
+
+  get isOpen(): boolean {
+    return this.started && this.db.status === 'open'
+  }
+
+  async getFunction(tenant: string, short: string, version: number): Promise<FunctionVersion | undefined> {
+    return (await this.functions.get(functionKey(tenant, short, version))) as FunctionVersion | undefined
+  }
+
+  /** Every stored version of one hash for a tenant, newest first (tombstones included). */
+  async versionsOfHash(tenant: string, short: string): Promise<FunctionVersion[]> {
+    const prefix = [tenant, short, ''].join(SEP)
+    const out: FunctionVersion[] = []
+    for await (const value of this.functions.values({ gte: prefix, lt: prefixEnd(prefix), reverse: true })) {
+      out.push(value as FunctionVersion)
+    }
+    return out
+  }
+
+  /** The newest ledger entry of a lineage, if any (tombstones included: versions are never reused). */
+  async latestLedgerEntry(tenant: string, name: string): Promise<LedgerEntry | undefined> {
+    const prefix = [tenant, name, ''].join(SEP)
+    for await (const value of this.ledger.values({ gte: prefix, lt: prefixEnd(prefix), reverse: true, limit: 1 })) {
+      return value as LedgerEntry
+    }
+    return undefined
+  }
+
+  async ledgerEntries(filter: { tenant?: string; function_name?: string } = {}): Promise<LedgerEntry[]> {
+    const prefix = filter.tenant === undefined ? '' : [filter.tenant, ...(filter.function_name ? [filter.function_name] : []), ''].join(SEP)
+    const range = prefix ? { gte: prefix, lt: prefixEnd(prefix) } : {}
+    const out: LedgerEntry[] = []
+    for await (const value of this.ledger.values(range)) out.push(value as LedgerEntry)
+    return out
+  }
+
+  async digestOf(short: string): Promise<string | undefined> {
+    return (await this.digests.get(short)) as string | undefined
+  }
+
+  /** Writes a new version, its ledger entry and its digest atomically, synced to disk. */
+  async putNewVersion({ fn, ledger }: NewVersionWrite): Promise<void> {
+    await this.write([
+      { type: 'put', sublevel: this.functions, key: functionKey(fn.tenant_id, fn.rufid_short, fn.version), value: fn },
+      { type: 'put', sublevel: this.ledger, key: ledgerKey(ledger.tenant_id, ledger.function_name, ledger.version), value: ledger },
+      { type: 'put', sublevel: this.digests, key: fn.rufid_short, value: fn.content_digest },
+    ], true)
+  }
+
+  /** Marks one version deleted in both tables, atomically. */
+  async putTombstone(fn: FunctionVersion, ledger: LedgerEntry): Promise<void> {
+    await this.write([
+      { type: 'put', sublevel: this.functions, key: functionKey(fn.tenant_id, fn.rufid_short, fn.version), value: fn },
+      { type: 'put', sublevel: this.ledger, key: ledgerKey(ledger.tenant_id, ledger.function_name, ledger.version), value: ledger },
+    ], true)
+  }
+
+  async getLedgerEntry(tenant: string, name: string, version: number): Promise<LedgerEntry | undefined> {
+    return (await this.ledger.get(ledgerKey(tenant, name, version))) as LedgerEntry | undefined
+  }
+
+  /** Live (not deleted) function versions of a tenant, in key order. */
+  async *functionsOfTenant(tenant: string): AsyncGenerator<FunctionVersion> {
+    const prefix = tenant + SEP
+    for await (const value of this.functions.values({ gte: prefix, lt: prefixEnd(prefix) })) {
+      yield value as FunctionVersion
+    }
+  }
+
+  /** Stores an execution record and, when given, the function's updated usage statistics. */
+  async putExecution(record: ExecutionRecord, stats?: FunctionStats): Promise<void> {
+    if (stats === undefined) {
+      await this.executions.put(record.execution_id, record)
+      return
+    }
+    await this.write([
+      { type: 'put', sublevel: this.executions, key: record.execution_id, value: record },
+      { type: 'put', sublevel: this.stats, key: functionKey(record.tenant_id, record.rufid_short, record.version), value: stats },
+    ], false)
+  }
+
+  /** One atomic batch across sublevels; `sync` waits for the write to reach the disk. */
+  private async write(ops: PutOp[], sync: boolean): Promise<void> {
+    await this.db.batch(ops as unknown as Array<AbstractBatchOperation<LevelDatabase, string, unknown>>, { sync } as object)
+  }
+
+  async getStats(tenant: string, short: string, version: number): Promise<FunctionStats | undefined> {
+    return (await this.stats.get(functionKey(tenant, short, version))) as FunctionStats | undefined
+  }
+
+  async getExecution(id: string): Promise<ExecutionRecord | undefined> {
+    return (await this.executions.get(id)) as ExecutionRecord | undefined
+  }
+
+  /** Executions whose ids (time-ordered) fall in [fromId, toId). */
+  async *executionsBetween(fromId: string, toId: string): AsyncGenerator<ExecutionRecord> {
+    for await (const value of this.executions.values({ gte: fromId, lt: toId })) yield value as ExecutionRecord
+  }
+}
+
+export function createCatalogStore(components: CatalogStoreComponents): CatalogStore {
+  return new CatalogStore(components)
+}

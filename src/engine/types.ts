@@ -1,0 +1,103 @@
+/** Domain records of the engine. Wire formats are built from these by the protocol adapters. */
+
+export type Permission = 'rufid.create' | 'rufid.read' | 'rufid.execute' | 'rufid.delete' | 'rufid.admin'
+export const ALL_PERMISSIONS: readonly Permission[] = [
+  'rufid.create', 'rufid.read', 'rufid.execute', 'rufid.delete', 'rufid.admin',
+]
+
+/** Who is calling: resolved by an adapter from credentials, checked by the engine. */
+export interface Principal {
+  tenant_id: string
+  /** user identity recorded as author and in the audit log (an e-mail address in practice) */
+  user: string
+  permissions: ReadonlySet<Permission>
+  /** how the principal authenticated (`anonymous`, `api_key`, `jwt`, `mtls`, …) */
+  method: string
+  key_id?: string
+}
+
+export interface ManifestSnapshot {
+  manifest: Record<string, unknown> | null
+  lockfile: Record<string, unknown> | null
+}
+
+export interface ExecutionLimitsOverride {
+  timeout_ms?: number
+  memory_mb?: number
+  cpu_ms?: number
+}
+
+/** One stored version of a function: (tenant, rufid hash, version). Immutable once written. */
+export interface FunctionVersion {
+  function_id: string
+  tenant_id: string
+  rufid_short: string
+  version: number
+  function_name: string
+  signature: string
+  language: string
+  description: string
+  tags: string[]
+  source_code: string
+  content_digest: string
+  created_at: string
+  author: string
+  manifest: Record<string, unknown> | null
+  lockfile: Record<string, unknown> | null
+  limits: ExecutionLimitsOverride
+  /** set when the version is deleted (tombstone); the version number is never reused */
+  deleted_at?: string
+}
+
+/** An entry of `function_version_ledger`: enough to rebuild every head without the primary tables. */
+export interface LedgerEntry {
+  tenant_id: string
+  function_name: string
+  version: number
+  rufid_short: string
+  content_digest: string
+  created_at: string
+  author: string
+  manifest_snapshot: ManifestSnapshot
+  deleted_at?: string
+}
+
+export type ExecutionStatus = 'queued' | 'running' | 'success' | 'error' | 'timeout'
+
+export interface ExecutionLogLine {
+  level: string
+  message: string
+  at: string
+}
+
+export interface ExecutionRecord {
+  execution_id: string
+  rufid: string
+  rufid_short: string
+  version: number
+  tenant_id: string
+  function_name: string
+  language: string
+  status: ExecutionStatus
+  started_at: string
+  finished_at?: string
+  execution_time_ms?: number
+  cpu_time_ms?: number
+  memory_bytes?: number
+  result?: unknown
+  error?: { code: number; name: string; message: string; details?: Record<string, unknown> }
+  logs: ExecutionLogLine[]
+  user: string
+}
+
+export interface Page<T> {
+  items: T[]
+  pagination: { total: number; limit: number; offset: number; next_offset: number | null }
+}
+
+/** Usage statistics of one function version (service-spec §2.2 `metrics`). */
+export interface FunctionStats {
+  usage_count: number
+  success_count: number
+  total_execution_time_ms: number
+}
