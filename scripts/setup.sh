@@ -10,8 +10,11 @@ if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/node.h ]; then
   export npm_config_nodedir=/usr
 fi
 
-echo "svc-node setup: installing npm packages (npm ci)…"
-npm ci --no-audit --no-fund --loglevel=error
+# `npm install` with the committed lockfile installs exactly the locked versions. `npm ci` is not
+# used: it insists on lock entries for every platform's optional packages (rollup's android, darwin,
+# win32 builds), which the registry reachable from these machines does not serve.
+echo "svc-node setup: installing the npm packages pinned in package-lock.json…"
+npm install --no-audit --no-fund --loglevel=error
 echo "svc-node setup: compiling TypeScript…"
 npm run build --silent
 if command -v python3 >/dev/null 2>&1 && ! python3 -m pytest --version >/dev/null 2>&1; then
