@@ -10,6 +10,10 @@ const limits = z.object({
   cpu_ms: z.number().int().min(1).max(600_000),
 })
 
+const tenant = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1–64 characters of A-Z a-z 0-9 _ . -')
+const role = z.enum(['developer', 'consumer', 'admin'])
+const rule = z.object({ points: z.number().int().min(0), window_s: z.number().int().min(1) }).strict()
+
 export const configSchema = z.object({
   server: z.object({
     host: z.string().min(1),
@@ -17,7 +21,13 @@ export const configSchema = z.object({
     body_limit_bytes: z.number().int().min(1024),
     share_base: z.string(),
     shutdown_grace_ms: z.number().int().min(0),
-    metrics_access: z.enum(['public', 'disabled']),
+    metrics_access: z.enum(['public', 'admin', 'disabled']),
+    tls: z.object({
+      enabled: z.boolean(),
+      cert_file: z.string(),
+      key_file: z.string(),
+      client_ca_file: z.string(),
+    }).strict(),
   }).strict(),
   data_dir: z.string().min(1),
   log: z.object({
@@ -25,8 +35,33 @@ export const configSchema = z.object({
     format: z.enum(['auto', 'json', 'pretty']),
   }).strict(),
   auth: z.object({
-    provider: z.enum(['none']),
-    default_tenant: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/),
+    provider: z.enum(['standard', 'native', 'none']),
+    default_tenant: tenant,
+    bootstrap_admin_key: z.boolean(),
+    keys: z.object({
+      default_expires_days: z.number().int().min(1).nullable(),
+      max_expires_days: z.number().int().min(1),
+    }).strict(),
+    anonymous: z.object({ enabled: z.boolean(), tenant, roles: z.array(role) }).strict(),
+    jwt: z.object({
+      enabled: z.boolean(),
+      jwks_url: z.string(),
+      public_key_file: z.string(),
+      issuer: z.string(),
+      audience: z.string(),
+      algorithms: z.array(z.string()).min(1),
+      tenant_claim: z.string().min(1),
+      roles_claim: z.string().min(1),
+      scope_claim: z.string().min(1),
+      user_claim: z.string().min(1),
+      clock_tolerance_s: z.number().int().min(0),
+    }).strict(),
+    mtls: z.object({ enabled: z.boolean(), roles: z.array(role) }).strict(),
+  }).strict(),
+  rate_limits: z.object({ per_key: rule, per_tenant: rule, per_ip_unauthenticated: rule }).strict(),
+  audit: z.object({
+    retention_days: z.number().int().min(0),
+    sweep_interval_ms: z.number().int().min(1000),
   }).strict(),
   registry: z.object({
     cache_max_entries: z.number().int().min(1),
@@ -57,6 +92,11 @@ const ENV: Array<[string, string[], 'string' | 'int']> = [
   ['LOG_LEVEL', ['log', 'level'], 'string'],
   ['LOG_FORMAT', ['log', 'format'], 'string'],
   ['AUTH_PROVIDER', ['auth', 'provider'], 'string'],
+  ['ADMIN_TENANT_ID', ['auth', 'default_tenant'], 'string'],
+  ['SVC_JWT_JWKS_URL', ['auth', 'jwt', 'jwks_url'], 'string'],
+  ['SVC_JWT_PUBLIC_KEY_FILE', ['auth', 'jwt', 'public_key_file'], 'string'],
+  ['SVC_JWT_ISSUER', ['auth', 'jwt', 'issuer'], 'string'],
+  ['SVC_JWT_AUDIENCE', ['auth', 'jwt', 'audience'], 'string'],
   ['SVC_SANDBOX_WORKERS', ['execution', 'workers'], 'int'],
 ]
 
@@ -132,12 +172,33 @@ export function loadConfig(options: LoadConfigOptions = {}): Readonly<SvcConfig>
   }
   const config = parsed.data
   config.data_dir = expandHome(config.data_dir)
+  checkAuth(config, env)
   for (const key of ['timeout_ms', 'memory_mb', 'cpu_ms'] as const) {
     if (config.execution.defaults[key] > config.execution.max[key]) {
       throw new ConfigError(`execution.defaults.${key} exceeds execution.max.${key}`)
     }
   }
   return deepFreeze(config)
+}
+
+/** Cross-field rules of the auth section, and the native test mode's three switches. */
+function checkAuth(config: SvcConfig, env: NodeJS.ProcessEnv): void {
+  if (config.auth.provider === 'native') {
+    if (env.ENABLE_TEST_MODE !== 'true' || env.DEPLOYMENT_MODE !== 'test') {
+      throw new ConfigError('AUTH_PROVIDER=native needs ENABLE_TEST_MODE=true and DEPLOYMENT_MODE=test')
+    }
+  }
+  const jwt = config.auth.jwt
+  if (jwt.jwks_url || jwt.public_key_file) jwt.enabled = true
+  if (jwt.enabled) {
+    if (!jwt.jwks_url && !jwt.public_key_file) throw new ConfigError('auth.jwt needs jwks_url or public_key_file')
+    if (!jwt.issuer || !jwt.audience) throw new ConfigError('auth.jwt needs issuer and audience')
+  }
+  const tls = config.server.tls
+  if (tls.enabled && (!tls.cert_file || !tls.key_file)) throw new ConfigError('server.tls needs cert_file and key_file')
+  if (config.auth.mtls.enabled && (!tls.enabled || !tls.client_ca_file)) {
+    throw new ConfigError('auth.mtls needs server.tls enabled with client_ca_file')
+  }
 }
 
 function expandHome(p: string): string {

@@ -1,5 +1,6 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
+import { createServer as createTlsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { ClassicLevel } from 'classic-level'
@@ -7,8 +8,9 @@ import type { Logger } from 'pino'
 import { createRestApi } from '../api/rest/app.js'
 import { createSandbox } from '../engine/execution/index.js'
 import {
-  createCatalogStore, createEngine, createLocalAuthenticator, createMetrics, EventBus, type Engine, type LevelDatabase,
+  createCatalogStore, createEngine, createMetrics, EventBus, type Engine, type EngineAuthInit, type LevelDatabase,
 } from '../engine/index.js'
+import { announceAdminKey } from './admin-key.js'
 import type { SvcConfig } from './config.js'
 
 export interface Daemon {
@@ -22,10 +24,14 @@ export interface Daemon {
 
 export interface DaemonComponents {
   logger: Logger
+  /** the environment (native test mode reads ADMIN_API_KEY, WRITE_ADMIN_KEY_FILE, ADMIN_KEY_FILE) */
+  env?: NodeJS.ProcessEnv
+  /** where the one-time admin key is shown (default: standard output) */
+  announce?: (text: string) => void
 }
 
 /** The composition root: config → components → start/stop in order. */
-export function createDaemon(config: Readonly<SvcConfig>, { logger }: DaemonComponents): Daemon {
+export function createDaemon(config: Readonly<SvcConfig>, { logger, env = process.env, announce }: DaemonComponents): Daemon {
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const db = new ClassicLevel<string, unknown>(join(config.data_dir, 'catalog'), { valueEncoding: 'json' }) as unknown as LevelDatabase
   const store = createCatalogStore({ db })
@@ -50,14 +56,20 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger }: DaemonComp
         shareBase: () => shareBase,
       },
       execution: { defaults: limitsOf(x.defaults), max: limitsOf(x.max) },
+      auth: authInitOf(config),
+      rateLimits: {
+        perKey: ruleOf(config.rate_limits.per_key),
+        perTenant: ruleOf(config.rate_limits.per_tenant),
+        perIpUnauthenticated: ruleOf(config.rate_limits.per_ip_unauthenticated),
+      },
+      audit: { retentionDays: config.audit.retention_days, sweepIntervalMs: config.audit.sweep_interval_ms },
     },
-    { store, sandbox, metrics, events },
+    { db, store, sandbox, metrics, events },
   )
-  const authenticator = createLocalAuthenticator({ defaultTenant: config.auth.default_tenant })
   let draining = false
   const app = createRestApi(
     { bodyLimitBytes: config.server.body_limit_bytes, metricsAccess: config.server.metrics_access },
-    { engine, authenticator, logger: logger.child({ component: 'rest' }), isDraining: () => draining },
+    { engine, logger: logger.child({ component: 'rest' }), isDraining: () => draining },
   )
   let server: Server | undefined
   let url = ''
@@ -69,7 +81,15 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger }: DaemonComp
     },
     async start() {
       await engine.start()
-      server = createServer(app.callback())
+      await announceAdminKey(engine, config, { env, logger, announce })
+      const tls = config.server.tls
+      server = tls.enabled
+        ? createTlsServer({
+            cert: readFileSync(tls.cert_file),
+            key: readFileSync(tls.key_file),
+            ...(tls.client_ca_file && { ca: readFileSync(tls.client_ca_file), requestCert: true, rejectUnauthorized: false }),
+          }, app.callback())
+        : createServer(app.callback())
       server.keepAliveTimeout = 5_000
       await new Promise<void>((resolveListen, reject) => {
         server!.once('error', reject)
@@ -80,9 +100,9 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger }: DaemonComp
       })
       const address = server.address() as AddressInfo
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
-      url = `http://${host}:${address.port}`
+      url = `${tls.enabled ? 'https' : 'http'}://${host}:${address.port}`
       if (shareBase === '') shareBase = `${url}/api/v1/functions`
-      logger.info({ url, data_dir: config.data_dir, pid: process.pid }, 'svc-node listening')
+      logger.info({ url, data_dir: config.data_dir }, 'svc-node listening')
     },
     async stop() {
       if (draining) return
@@ -98,5 +118,32 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger }: DaemonComp
       await engine.stop()
       logger.info('svc-node stopped')
     },
+  }
+}
+
+const ruleOf = (r: { points: number; window_s: number }) => ({ points: r.points, windowSeconds: r.window_s })
+
+function authInitOf(config: Readonly<SvcConfig>): EngineAuthInit {
+  const a = config.auth
+  return {
+    mode: a.provider,
+    defaultTenant: a.default_tenant,
+    keys: { defaultExpiresDays: a.keys.default_expires_days, maxExpiresDays: a.keys.max_expires_days },
+    anonymous: a.anonymous.enabled ? { tenant: a.anonymous.tenant, roles: [...a.anonymous.roles] } : undefined,
+    mtls: a.mtls.enabled ? { roles: [...a.mtls.roles] } : undefined,
+    jwt: a.jwt.enabled
+      ? {
+          jwksUrl: a.jwt.jwks_url || undefined,
+          publicKeyPem: a.jwt.public_key_file ? readFileSync(a.jwt.public_key_file, 'utf8') : undefined,
+          issuer: a.jwt.issuer,
+          audience: a.jwt.audience,
+          algorithms: [...a.jwt.algorithms],
+          tenantClaim: a.jwt.tenant_claim,
+          rolesClaim: a.jwt.roles_claim,
+          scopeClaim: a.jwt.scope_claim,
+          userClaim: a.jwt.user_claim,
+          clockToleranceSeconds: a.jwt.clock_tolerance_s,
+        }
+      : undefined,
   }
 }

@@ -1,15 +1,45 @@
+import { AuditLog, type AuditLogInit } from './audit/audit-log.js'
+import { AccessGate } from './auth/access-gate.js'
+import { ApiKeyService, createMemoryKeyStorage, type ApiKeyServiceInit } from './auth/api-keys.js'
+import type { Authenticator } from './auth/authenticator.js'
+import { createCredentialAuthenticator, type CredentialAuthenticatorInit } from './auth/credential-authenticator.js'
+import { JwtVerifier, type JwtVerifierInit } from './auth/jwt-verifier.js'
+import { createLevelKeyStorage } from './auth/level-key-storage.js'
+import { createLocalAuthenticator } from './auth/local-authenticator.js'
 import type { EventBus } from './events.js'
 import { ExecutionService, type ExecutionServiceInit, type SandboxPort } from './executions/execution-service.js'
+import { nativeExecute, type NativeExecuteRequest, type NativeExecuteResult } from './executions/native-execution.js'
+import { RateLimits, type RateLimitsInit } from './limits/rate-limits.js'
 import type { SvcMetrics } from './metrics.js'
 import { FunctionRegistry, type FunctionRegistryInit } from './registry/function-registry.js'
-import type { CatalogStore } from './storage/catalog-store.js'
+import type { CatalogStore, LevelDatabase } from './storage/catalog-store.js'
+import type { Principal } from './types.js'
+
+export interface EngineAuthInit {
+  /**
+   * `none`: local mode, no credentials, tenant from X-Svc-Namespace;
+   * `standard`: API keys (persistent), JWT and mTLS as configured;
+   * `native`: the spec's test mode, API keys in memory.
+   */
+  mode: 'none' | 'standard' | 'native'
+  defaultTenant: string
+  keys: ApiKeyServiceInit
+  anonymous?: CredentialAuthenticatorInit['anonymous']
+  mtls?: CredentialAuthenticatorInit['mtls']
+  jwt?: JwtVerifierInit | undefined
+}
 
 export interface EngineInit {
   registry: FunctionRegistryInit
   execution: ExecutionServiceInit
+  auth: EngineAuthInit
+  rateLimits: RateLimitsInit
+  audit: AuditLogInit
 }
 
 export interface EngineComponents {
+  /** the node's LevelDB (audit log and API keys live beside the catalog) */
+  db: LevelDatabase
   store: CatalogStore
   sandbox: SandboxPort & { start(): Promise<void>; stop(): Promise<void> }
   metrics: SvcMetrics
@@ -17,37 +47,61 @@ export interface EngineComponents {
 }
 
 /**
- * The engine: everything svc-node does, with no knowledge of any protocol. Adapters call
- * `functions` and `executions` with a Principal they resolved from credentials.
+ * The engine: everything svc-node does, with no knowledge of any protocol. Adapters pass
+ * credentials to `access.admit`, call `functions`/`executions`/`keys` with the Principal they
+ * got, and report each operation to `access.audit`.
  */
 export interface Engine {
   readonly functions: FunctionRegistry
   readonly executions: ExecutionService
+  readonly keys: ApiKeyService
+  readonly access: AccessGate
+  readonly auditLog: AuditLog
   readonly events: EventBus
   readonly metrics: SvcMetrics
+  readonly authMode: EngineAuthInit['mode']
   /** true between a successful start() and stop() */
   readonly ready: boolean
+  /** service-spec §4.3 native execution */
+  nativeExecute(principal: Principal, body: NativeExecuteRequest): Promise<NativeExecuteResult>
   start(): Promise<void>
   stop(): Promise<void>
 }
 
 export function createEngine(init: EngineInit, components: EngineComponents): Engine {
-  const { store, sandbox, metrics, events } = components
+  const { db, store, sandbox, metrics, events } = components
   const functions = new FunctionRegistry(init.registry, { store, metrics, events })
   const executions = new ExecutionService(init.execution, { registry: functions, store, sandbox, metrics, events })
+  const keys = new ApiKeyService(init.auth.keys, init.auth.mode === 'standard' ? createLevelKeyStorage(db) : createMemoryKeyStorage())
+  const authenticator: Authenticator = init.auth.mode === 'none'
+    ? createLocalAuthenticator({ defaultTenant: init.auth.defaultTenant })
+    : createCredentialAuthenticator(
+        { anonymous: init.auth.anonymous, mtls: init.auth.mtls },
+        { apiKeys: keys, jwt: init.auth.jwt ? new JwtVerifier(init.auth.jwt) : undefined },
+      )
+  const auditLog = new AuditLog(init.audit, { db })
+  const access = new AccessGate({ authenticator, rateLimits: new RateLimits(init.rateLimits), audit: auditLog })
   let ready = false
   let starting: Promise<void> | undefined
   return {
     functions,
     executions,
+    keys,
+    access,
+    auditLog,
     events,
     metrics,
+    authMode: init.auth.mode,
     get ready() {
       return ready && store.isOpen
+    },
+    nativeExecute(principal, body) {
+      return nativeExecute(principal, body, { functions, executions })
     },
     start() {
       starting ??= (async () => {
         await store.start()
+        await auditLog.start()
         await sandbox.start()
         ready = true
         events.publishSystem({ type: 'node.started', tenant_id: null, rufid: null, message: 'engine started' })
@@ -61,6 +115,7 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
       if (ready) events.publishSystem({ type: 'node.stopping', tenant_id: null, rufid: null, message: 'engine stopping' })
       ready = false
       await sandbox.stop()
+      await auditLog.stop()
       await store.stop()
     },
   }

@@ -2,22 +2,23 @@ import { bodyParser } from '@koa/bodyparser'
 import { Router } from '@koa/router'
 import Koa from 'koa'
 import type { Logger } from 'pino'
-import type { Authenticator, Engine, Principal } from '../../engine/index.js'
+import type { TLSSocket } from 'node:tls'
+import type { Engine, Principal } from '../../engine/index.js'
 import { errorBody, httpStatusOf, restErrorOf } from './errors.js'
 import { registerFunctionRoutes } from './routes/functions.js'
+import { registerAuthRoutes } from './routes/auth.js'
 import { registerExecutionRoutes } from './routes/executions.js'
 import { registerSystemRoutes } from './routes/system.js'
 
 export interface RestApiInit {
   /** request bodies above this get 413 and are not read further */
   bodyLimitBytes: number
-  /** `/metrics` open to anyone (`public`) or not served (`disabled`) */
-  metricsAccess: 'public' | 'disabled'
+  /** `/metrics` open to anyone (`public`), to admin credentials (`admin`) or not served (`disabled`) */
+  metricsAccess: 'public' | 'admin' | 'disabled'
 }
 
 export interface RestApiComponents {
   engine: Engine
-  authenticator: Authenticator
   logger: Logger
   /** true while the daemon drains before shutdown (readyz answers 503) */
   isDraining?: () => boolean
@@ -25,7 +26,10 @@ export interface RestApiComponents {
 
 export interface RestState {
   principal?: Principal
+  /** the audited operation name; `system.*` operations are not audited */
   operation: string
+  /** the RUFID the request names, for the audit entry */
+  rufid?: string
 }
 
 export type RestContext = Koa.ParameterizedContext<RestState>
@@ -44,6 +48,7 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
     ctx.state.operation = 'unknown'
     // while draining, each response closes its connection so shutdown need not wait for keep-alive
     if (components.isDraining?.()) ctx.set('Connection', 'close')
+    let failure: unknown
     try {
       await next()
       if (ctx.status === 404 && ctx.body === undefined) {
@@ -52,12 +57,24 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
       }
     } catch (thrown) {
       const err = restErrorOf(thrown)
+      failure = err
       ctx.status = httpStatusOf(err)
       ctx.body = errorBody(err)
       if (err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(Math.ceil(err.retryAfterSeconds)))
       engine.metrics.protocolErrors.inc({ protocol: 'rest', code: String(err.code) })
       const level = err.code === 1009 ? 'error' : 'debug'
       logger[level]({ err: err.code === 1009 ? err.cause ?? err : undefined, code: err.code, path: ctx.path }, err.message)
+    }
+    if (!ctx.state.operation.startsWith('system.') && ctx.state.operation !== 'unknown') {
+      // the audit entry is written before the response leaves
+      await engine.access.audit({
+        operation: ctx.state.operation,
+        principal: ctx.state.principal,
+        ip: ctx.ip,
+        rufid: ctx.state.rufid,
+        startedAt: started,
+        error: failure,
+      }).catch((err: unknown) => logger.error({ err }, 'audit write failed'))
     }
     const seconds = (performance.now() - started) / 1000
     engine.metrics.protocolRequests.inc({ protocol: 'rest', operation: ctx.state.operation, status: String(ctx.status) })
@@ -78,19 +95,29 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
   registerSystemRoutes(router, init, components)
   registerFunctionRoutes(router, components)
   registerExecutionRoutes(router, components)
+  registerAuthRoutes(router, components)
   app.use(router.routes())
   app.use(router.allowedMethods())
   return app
 }
 
-/** Resolves the caller once per request (authentication happens here, before any engine call). */
-export async function principalOf(ctx: RestContext, authenticator: Authenticator): Promise<Principal> {
+/**
+ * Authenticates the caller once per request and charges its rate limits (401/403/429 here,
+ * before any engine call). `namespace` overrides the X-Svc-Namespace header (native execute body).
+ */
+export async function principalOf(ctx: RestContext, engine: Engine, namespace?: string): Promise<Principal> {
   if (ctx.state.principal) return ctx.state.principal
-  const principal = await authenticator.authenticate({
+  const socket = ctx.req.socket as Partial<TLSSocket>
+  const cert = socket.authorized && typeof socket.getPeerCertificate === 'function' ? socket.getPeerCertificate() : undefined
+  ctx.state.principal = await engine.access.admit({
     authorization: ctx.get('authorization') || undefined,
-    namespace: ctx.get('x-svc-namespace') || undefined,
+    namespace: namespace ?? (ctx.get('x-svc-namespace') || undefined),
     ip: ctx.ip,
+    clientCertificate: cert && cert.subject
+      ? { subject: Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join('\n'), fingerprint256: cert.fingerprint256 }
+      : undefined,
+  }, (authenticated) => {
+    ctx.state.principal = authenticated
   })
-  ctx.state.principal = principal
-  return principal
+  return ctx.state.principal
 }

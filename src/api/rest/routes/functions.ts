@@ -1,42 +1,36 @@
 import type { Router } from '@koa/router'
-import type { RestApiComponents, RestContext, RestState } from '../app.js'
+import type { RestApiComponents, RestState } from '../app.js'
 import { principalOf } from '../app.js'
+import { bodyOf, queryInt, queryString } from '../request.js'
 import { creationBody, executionBody, metadataBody, resolutionBody } from '../presenters.js'
 
-type Body = Record<string, unknown>
-const bodyOf = (ctx: RestContext): Body => {
-  const b = (ctx.request as { body?: unknown }).body
-  return b !== null && typeof b === 'object' && !Array.isArray(b) ? (b as Body) : {}
-}
-const queryString = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v)
-const queryInt = (v: string | string[] | undefined): number | undefined => {
-  const s = queryString(v)
-  return s === undefined || s === '' ? undefined : Number(s)
-}
 
 /** The core group, service-spec §4.1, plus listing, metadata and deletion (§4.7 left them open). */
-export function registerFunctionRoutes(router: Router<RestState>, { engine, authenticator }: RestApiComponents): void {
+export function registerFunctionRoutes(router: Router<RestState>, { engine }: RestApiComponents): void {
   const { functions, executions } = engine
 
   router.post('/api/v1/functions/create', async (ctx) => {
     ctx.state.operation = 'rufid.create'
-    const principal = await principalOf(ctx, authenticator)
+    const principal = await principalOf(ctx, engine)
     const result = await functions.create(principal, bodyOf(ctx))
+    ctx.state.rufid = result.rufid
     ctx.status = result.created ? 201 : 200
     ctx.body = creationBody(result)
   })
 
   router.post('/api/v1/functions/resolve', async (ctx) => {
     ctx.state.operation = 'rufid.resolve'
-    const principal = await principalOf(ctx, authenticator)
+    const principal = await principalOf(ctx, engine)
     const body = bodyOf(ctx)
+    ctx.state.rufid = typeof body.rufid === 'string' ? body.rufid : undefined
     const target = functions.target(principal, body.rufid, body.version)
     ctx.body = resolutionBody(await functions.resolve(principal, target))
   })
 
   router.post('/api/v1/functions/:rufid/execute', async (ctx) => {
     ctx.state.operation = 'rufid.execute'
-    const principal = await principalOf(ctx, authenticator)
+    ctx.state.rufid = ctx.params.rufid
+    const principal = await principalOf(ctx, engine)
     const body = bodyOf(ctx)
     const target = functions.target(principal, ctx.params.rufid, body.version)
     ctx.body = executionBody(await executions.execute(principal, target, body.arguments))
@@ -44,7 +38,7 @@ export function registerFunctionRoutes(router: Router<RestState>, { engine, auth
 
   router.get('/api/v1/functions', async (ctx) => {
     ctx.state.operation = 'rufid.list'
-    const principal = await principalOf(ctx, authenticator)
+    const principal = await principalOf(ctx, engine)
     const tags = ctx.query.tags
     const page = await functions.list(principal, {
       search: queryString(ctx.query.search),
@@ -57,7 +51,8 @@ export function registerFunctionRoutes(router: Router<RestState>, { engine, auth
 
   router.get('/api/v1/functions/:rufid', async (ctx) => {
     ctx.state.operation = 'rufid.read'
-    const principal = await principalOf(ctx, authenticator)
+    ctx.state.rufid = ctx.params.rufid
+    const principal = await principalOf(ctx, engine)
     const target = functions.target(principal, ctx.params.rufid, queryString(ctx.query.version))
     const { fn } = await functions.resolve(principal, target)
     ctx.body = metadataBody(fn, await executions.usageOf(fn))
@@ -65,7 +60,8 @@ export function registerFunctionRoutes(router: Router<RestState>, { engine, auth
 
   router.delete('/api/v1/functions/:rufid', async (ctx) => {
     ctx.state.operation = 'rufid.delete'
-    const principal = await principalOf(ctx, authenticator)
+    ctx.state.rufid = ctx.params.rufid
+    const principal = await principalOf(ctx, engine)
     const target = functions.target(principal, ctx.params.rufid, queryString(ctx.query.version))
     const deleted = await functions.delete(principal, target)
     ctx.body = { deleted: deleted.map((fn) => `rufid:${fn.rufid_short}:v${fn.version}:${fn.tenant_id}`) }

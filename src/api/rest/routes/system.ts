@@ -1,5 +1,7 @@
 import type { Router } from '@koa/router'
+import { requirePermission } from '../../../engine/index.js'
 import type { RestApiComponents, RestApiInit, RestState } from '../app.js'
+import { principalOf } from '../app.js'
 
 /** Liveness, readiness and Prometheus metrics. */
 export function registerSystemRoutes(router: Router<RestState>, init: RestApiInit, { engine, isDraining }: RestApiComponents): void {
@@ -19,6 +21,7 @@ export function registerSystemRoutes(router: Router<RestState>, init: RestApiIni
   if (init.metricsAccess !== 'disabled') {
     router.get('/metrics', async (ctx) => {
       ctx.state.operation = 'system.metrics'
+      if (init.metricsAccess === 'admin') requirePermission(await principalOf(ctx, engine), 'rufid.admin')
       ctx.type = engine.metrics.registry.contentType
       ctx.body = await engine.metrics.registry.metrics()
     })

@@ -1,0 +1,49 @@
+import { writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import type { Logger } from 'pino'
+import type { Engine } from '../engine/index.js'
+import type { SvcConfig } from './config.js'
+
+/**
+ * The one-time administrator key. Native test mode (service-spec §4.3): generated at every start
+ * (or fixed by ADMIN_API_KEY / ADMIN_TENANT_ID) and printed once; WRITE_ADMIN_KEY_FILE=true also
+ * writes it to a 0600 file whose path is printed. Standard mode: minted on the first start of an
+ * empty key store (when `auth.bootstrap_admin_key`), printed once, never stored in clear.
+ */
+export async function announceAdminKey(
+  engine: Engine,
+  config: Readonly<SvcConfig>,
+  { env, logger, announce = (t: string) => process.stdout.write(t) }: { env: NodeJS.ProcessEnv; logger: Logger; announce?: ((text: string) => void) | undefined },
+): Promise<void> {
+  const tenant = config.auth.default_tenant
+  const request = { name: 'admin', scopes: ['admin'], expires_days: null }
+  if (engine.authMode === 'native') {
+    const fixed = env.ADMIN_API_KEY || undefined
+    const minted = await engine.keys.mintFor(tenant, 'system:native-test-mode', request, fixed)
+    if (env.WRITE_ADMIN_KEY_FILE === 'true') {
+      const file = resolve(env.ADMIN_KEY_FILE || join(config.data_dir, 'admin-api-key'))
+      writeFileSync(file, minted.api_key + '\n', { mode: 0o600 })
+      announce(`svc-node admin API key file (tenant ${tenant}): ${file}\n`)
+    }
+    if (fixed) {
+      logger.info({ tenant, key_id: minted.key_id }, 'native test mode: admin key taken from ADMIN_API_KEY')
+    } else {
+      announce(adminKeyBanner(minted.api_key, tenant, 'native test mode'))
+    }
+    logger.warn('native test mode: API keys live in memory and are lost at shutdown')
+    return
+  }
+  if (engine.authMode === 'standard' && config.auth.bootstrap_admin_key && (await engine.keys.count()) === 0) {
+    const minted = await engine.keys.mintFor(tenant, 'system:bootstrap', request)
+    announce(adminKeyBanner(minted.api_key, tenant, 'first start, no key existed'))
+  }
+}
+
+function adminKeyBanner(key: string, tenant: string, why: string): string {
+  return [
+    '',
+    `svc-node: administrator API key for tenant "${tenant}" (${why}). It is shown once and stored only as a hash:`,
+    `ADMIN_API_KEY=${key}`,
+    '',
+  ].join('\n') + '\n'
+}

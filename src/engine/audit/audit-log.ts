@@ -1,0 +1,114 @@
+import type { AbstractSublevel } from 'abstract-level'
+import { validationFailed } from '../../core/errors.js'
+import { timeOrderedId, timeOrderedLowerBound } from '../ids.js'
+import type { LevelDatabase } from '../storage/catalog-store.js'
+
+/** service-spec §2.7 audit entry (plus `code` of a failure and `key_id` of the credential). */
+export interface AuditEntry {
+  id: string
+  timestamp: string
+  operation: string
+  rufid: string | null
+  user: string | null
+  tenant: string | null
+  ip: string
+  result: string
+  duration_ms: number
+  code?: number
+  key_id?: string
+  method?: string
+}
+
+export interface AuditQuery {
+  from?: string
+  to?: string
+  tenant?: string
+  operation?: string
+  rufid?: string
+  limit?: number
+  /** the `next_cursor` of the previous page */
+  cursor?: string
+}
+
+export interface AuditLogInit {
+  /** entries older than this are deleted; 0 keeps everything */
+  retentionDays: number
+  /** how often the retention sweep runs */
+  sweepIntervalMs: number
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Sub = AbstractSublevel<LevelDatabase, any, string, AuditEntry>
+
+/**
+ * The audit log: one LevelDB entry per operation, keyed by a time-ordered id so that time-range
+ * queries and the retention sweep are range scans. Written before the response is sent.
+ */
+export class AuditLog {
+  private readonly entries: Sub
+  private timer: NodeJS.Timeout | undefined
+
+  constructor(private readonly init: AuditLogInit, components: { db: LevelDatabase }) {
+    this.entries = components.db.sublevel<string, AuditEntry>('audit', { valueEncoding: 'json' }) as unknown as Sub
+  }
+
+  async start(): Promise<void> {
+    if (this.timer || this.init.retentionDays <= 0) return
+    this.timer = setInterval(() => void this.sweep().catch(() => undefined), this.init.sweepIntervalMs)
+    this.timer.unref()
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = undefined
+  }
+
+  async record(entry: Omit<AuditEntry, 'id' | 'timestamp'> & { timestamp?: string }): Promise<AuditEntry> {
+    const now = entry.timestamp ? Date.parse(entry.timestamp) : Date.now()
+    const full: AuditEntry = { ...entry, id: timeOrderedId('au_', now), timestamp: new Date(now).toISOString() }
+    await this.entries.put(full.id, full)
+    return full
+  }
+
+  async query(q: AuditQuery): Promise<{ items: AuditEntry[]; next_cursor: string | null }> {
+    const limit = Math.min(Math.max(Math.trunc(q.limit ?? 100), 1), 1000)
+    const from = q.from === undefined ? undefined : parseTime(q.from, 'from')
+    const to = q.to === undefined ? undefined : parseTime(q.to, 'to')
+    const range: { gt?: string; gte?: string; lt?: string } = {}
+    if (q.cursor) range.gt = q.cursor
+    else if (from !== undefined) range.gte = timeOrderedLowerBound('au_', from)
+    if (to !== undefined) range.lt = timeOrderedLowerBound('au_', to + 1)
+    const items: AuditEntry[] = []
+    let scanned = 0
+    for await (const entry of this.entries.values(range)) {
+      scanned++
+      if (from !== undefined && Date.parse(entry.timestamp) < from) continue
+      if (q.tenant !== undefined && entry.tenant !== q.tenant) continue
+      if (q.operation !== undefined && entry.operation !== q.operation) continue
+      if (q.rufid !== undefined && entry.rufid !== q.rufid && !(entry.rufid ?? '').includes(q.rufid)) continue
+      items.push(entry)
+      if (items.length > limit || scanned > 100_000) break
+    }
+    const more = items.length > limit
+    if (more) items.length = limit
+    return { items, next_cursor: more ? items[items.length - 1]!.id : null }
+  }
+
+  /** Deletes entries older than the retention period. */
+  async sweep(now = Date.now()): Promise<number> {
+    if (this.init.retentionDays <= 0) return 0
+    const cutoff = timeOrderedLowerBound('au_', now - this.init.retentionDays * 86_400_000)
+    let n = 0
+    for await (const key of this.entries.keys({ lt: cutoff })) {
+      await this.entries.del(key)
+      n++
+    }
+    return n
+  }
+}
+
+function parseTime(value: string, name: string): number {
+  const t = Date.parse(value)
+  if (Number.isNaN(t)) throw validationFailed(`${name} must be an ISO 8601 time`, [{ pointer: `/${name}`, message: 'not a time' }])
+  return t
+}

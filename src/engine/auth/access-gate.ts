@@ -1,0 +1,71 @@
+import { SvcError, toSvcError } from '../../core/errors.js'
+import type { AuditLog } from '../audit/audit-log.js'
+import type { RateLimits } from '../limits/rate-limits.js'
+import type { Principal } from '../types.js'
+import type { Authenticator, CredentialInput } from './authenticator.js'
+import { narrow } from './credential-authenticator.js'
+
+/** What an adapter tells the gate about one finished operation. */
+export interface OperationOutcome {
+  /** e.g. `rufid.execute`, `rufid.create`, `auth.key_mint` */
+  operation: string
+  principal?: Principal | undefined
+  ip: string
+  rufid?: string | null | undefined
+  /** `performance.now()` when the request arrived */
+  startedAt: number
+  error?: unknown
+}
+
+/**
+ * The one way into the engine for every protocol: authenticate, charge the rate limits, and
+ * audit each operation (success, failure, authentication failure, permission denial) before the
+ * answer leaves the node.
+ */
+export class AccessGate {
+  constructor(private readonly c: { authenticator: Authenticator; rateLimits: RateLimits; audit: AuditLog }) {}
+
+  /**
+   * A Principal for these credentials, narrowed to `X-Svc-Namespace` (a child namespace of the
+   * credential's tenant, never another tenant), or 1003 (401/403) or 1005. `authenticated` hears
+   * who the caller is as soon as that is known, so a later refusal is audited under its tenant.
+   */
+  async admit(input: CredentialInput, authenticated?: (principal: Principal) => void): Promise<Principal> {
+    let principal: Principal
+    try {
+      principal = await this.c.authenticator.authenticate(input)
+    } catch (err) {
+      if (err instanceof SvcError && err.reason === 'unauthenticated') await this.c.rateLimits.chargeUnauthenticated(input.ip)
+      throw err
+    }
+    authenticated?.(principal)
+    const narrowed = narrow(principal, input.namespace)
+    await this.c.rateLimits.charge(narrowed, input.ip)
+    return narrowed
+  }
+
+  /** Writes the audit entry of one operation. */
+  async audit(outcome: OperationOutcome): Promise<void> {
+    const err = outcome.error === undefined ? undefined : toSvcError(outcome.error)
+    const p = outcome.principal
+    await this.c.audit.record({
+      operation: outcome.operation,
+      rufid: outcome.rufid ?? null,
+      user: p?.user ?? null,
+      tenant: p?.tenant_id ?? null,
+      ip: outcome.ip,
+      result: resultOf(err),
+      duration_ms: Math.round((performance.now() - outcome.startedAt) * 1000) / 1000,
+      ...(err ? { code: err.code } : {}),
+      ...(p?.key_id ? { key_id: p.key_id } : {}),
+      ...(p ? { method: p.method } : {}),
+    })
+  }
+}
+
+function resultOf(err: SvcError | undefined): string {
+  if (!err) return 'success'
+  if (err.code === 1003) return err.reason === 'unauthenticated' ? 'unauthenticated' : 'denied'
+  if (err.code === 1005) return 'rate_limited'
+  return 'error'
+}

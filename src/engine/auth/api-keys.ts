@@ -1,0 +1,174 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { SvcError, validationFailed } from '../../core/errors.js'
+import { base62 } from '../../core/rufid.js'
+import { requirePermission } from '../authz.js'
+import type { Principal } from '../types.js'
+import { SCOPES } from './permissions.js'
+
+/** What is kept of a key: never the key itself, only a hash of its secret part. */
+export interface ApiKeyRecord {
+  key_id: string
+  name: string
+  tenant_id: string
+  scopes: string[]
+  created_at: string
+  created_by: string
+  expires_at: string | null
+  revoked_at?: string
+  secret_sha256: string
+}
+
+/** Where key records live: LevelDB normally, memory in native test mode. */
+export interface ApiKeyStorage {
+  get(keyId: string): Promise<ApiKeyRecord | undefined>
+  put(record: ApiKeyRecord): Promise<void>
+  list(tenant?: string): Promise<ApiKeyRecord[]>
+}
+
+export function createMemoryKeyStorage(): ApiKeyStorage {
+  const records = new Map<string, ApiKeyRecord>()
+  return {
+    async get(id) {
+      return records.get(id)
+    },
+    async put(r) {
+      records.set(r.key_id, { ...r })
+    },
+    async list(tenant) {
+      return [...records.values()].filter((r) => tenant === undefined || r.tenant_id === tenant)
+    },
+  }
+}
+
+export interface MintRequest {
+  name: string
+  scopes: string[]
+  expires_days?: number | null
+}
+
+export interface MintedKey {
+  /** the only time the key is ever shown */
+  api_key: string
+  key_id: string
+  name: string
+  tenant_id: string
+  scopes: string[]
+  expires_at: string | null
+}
+
+export interface ApiKeyServiceInit {
+  /** lifetime of a key minted without `expires_days`; null: no expiry */
+  defaultExpiresDays: number | null
+  maxExpiresDays: number
+}
+
+const PREFIX = 'svck_'
+const TOKEN = /^svck_([0-9A-Za-z]{16})_([0-9A-Za-z]{40,50})$/
+const NAME = /^[\p{L}\p{N} _.:@/-]{1,100}$/u
+
+const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest()
+const randomBase62 = (bytes: number, length: number): string => {
+  let s = ''
+  while (s.length < length) s += base62(randomBytes(bytes))
+  return s.slice(0, length)
+}
+
+/**
+ * A minted key carries its id: `svck_<id>_<secret>`. Any other string (an operator-chosen
+ * ADMIN_API_KEY) is its own secret, with an id derived from its hash.
+ */
+function splitKey(token: string): { keyId: string; secret: string } {
+  const m = TOKEN.exec(token)
+  if (m) return { keyId: m[1]!, secret: m[2]! }
+  return { keyId: `x${base62(sha256(`key-id:${token}`)).slice(0, 15)}`, secret: token }
+}
+
+/**
+ * Static API keys: `svck_<key id>_<secret>`. Minted by an admin of the tenant, shown once, kept
+ * as a SHA-256 of the 256-bit secret (no slow hash is needed for a random secret) and compared in
+ * constant time; each has a name, tenant, scopes and expiry, and can be revoked.
+ */
+export class ApiKeyService {
+  constructor(private readonly init: ApiKeyServiceInit, private readonly storage: ApiKeyStorage) {}
+
+  async mint(principal: Principal, raw: unknown): Promise<MintedKey> {
+    requirePermission(principal, 'rufid.admin')
+    return this.mintFor(principal.tenant_id, principal.user, parseMintRequest(raw, this.init))
+  }
+
+  /**
+   * Mints without a calling principal: bootstrap (start-up admin key, `svc keys create`).
+   * `fixedKey` is an operator-chosen key (ADMIN_API_KEY) kept as given.
+   */
+  async mintFor(tenant: string, createdBy: string, request: MintRequest, fixedKey?: string): Promise<MintedKey> {
+    const api_key = fixedKey ?? `${PREFIX}${randomBase62(12, 16)}_${randomBase62(32, 43)}`
+    const { keyId, secret } = splitKey(api_key)
+    const days = request.expires_days ?? this.init.defaultExpiresDays
+    const now = new Date()
+    const record: ApiKeyRecord = {
+      key_id: keyId,
+      name: request.name,
+      tenant_id: tenant,
+      scopes: [...new Set(request.scopes)],
+      created_at: now.toISOString(),
+      created_by: createdBy,
+      expires_at: days === null ? null : new Date(now.getTime() + days * 86_400_000).toISOString(),
+      secret_sha256: sha256(secret).toString('hex'),
+    }
+    await this.storage.put(record)
+    return { api_key, key_id: keyId, name: record.name, tenant_id: tenant, scopes: record.scopes, expires_at: record.expires_at }
+  }
+
+  /** The record of a presented key, or 1003/unauthenticated (unknown, wrong secret, expired, revoked). */
+  async verify(token: string): Promise<ApiKeyRecord> {
+    const { keyId, secret } = splitKey(token)
+    const record = await this.storage.get(keyId)
+    // compare even when the id is unknown, so both cases take the same time
+    const expected = record ? Buffer.from(record.secret_sha256, 'hex') : randomBytes(32)
+    const match = timingSafeEqual(sha256(secret), expected)
+    if (!record || !match) throw unauthenticated('invalid API key')
+    if (record.revoked_at !== undefined) throw unauthenticated('API key revoked')
+    if (record.expires_at !== null && Date.parse(record.expires_at) <= Date.now()) throw unauthenticated('API key expired')
+    return record
+  }
+
+  async revoke(principal: Principal, keyId: unknown): Promise<ApiKeyRecord> {
+    requirePermission(principal, 'rufid.admin')
+    const record = typeof keyId === 'string' ? await this.storage.get(keyId) : undefined
+    if (!record || record.tenant_id !== principal.tenant_id) {
+      throw new SvcError('RUFID_NOT_FOUND', `API key ${String(keyId)} does not exist`, { details: { key_id: keyId } })
+    }
+    const revoked = { ...record, revoked_at: record.revoked_at ?? new Date().toISOString() }
+    await this.storage.put(revoked)
+    return revoked
+  }
+
+  async list(principal: Principal): Promise<Array<Omit<ApiKeyRecord, 'secret_sha256'>>> {
+    requirePermission(principal, 'rufid.admin')
+    return (await this.storage.list(principal.tenant_id)).map(({ secret_sha256: _s, ...rest }) => rest)
+  }
+
+  async count(): Promise<number> {
+    return (await this.storage.list()).length
+  }
+}
+
+export function unauthenticated(message: string): SvcError {
+  return new SvcError('PERMISSION_DENIED', message, { reason: 'unauthenticated' })
+}
+
+function parseMintRequest(raw: unknown, init: ApiKeyServiceInit): MintRequest {
+  const body = (raw ?? {}) as Record<string, unknown>
+  const problems: Array<{ pointer: string; message: string }> = []
+  if (typeof body.name !== 'string' || !NAME.test(body.name)) problems.push({ pointer: '/name', message: 'must be 1–100 letters, digits, spaces or _.:@/-' })
+  const scopes = body.scopes
+  if (!Array.isArray(scopes) || scopes.length === 0 || scopes.some((s) => typeof s !== 'string' || !SCOPES.includes(s))) {
+    problems.push({ pointer: '/scopes', message: `must be a non-empty list of ${SCOPES.join(', ')}` })
+  }
+  const days = body.expires_days
+  if (days !== undefined && days !== null && (!Number.isInteger(days) || (days as number) < 1 || (days as number) > init.maxExpiresDays)) {
+    problems.push({ pointer: '/expires_days', message: `must be an integer from 1 to ${init.maxExpiresDays}` })
+  }
+  if (problems.length > 0) throw validationFailed(`invalid API key request: ${problems[0]!.pointer} ${problems[0]!.message}`, problems)
+  return { name: body.name as string, scopes: scopes as string[], expires_days: (days as number | null | undefined) ?? undefined }
+}

@@ -1,0 +1,123 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { SvcError } from '../../src/core/errors.js'
+import { ApiKeyService, AuditLog, createMemoryKeyStorage, permissionsOf } from '../../src/engine/index.js'
+import { narrow } from '../../src/engine/auth/credential-authenticator.js'
+import { createTestEngine, principal } from '../fixtures/engine.js'
+
+const service = () => new ApiKeyService({ defaultExpiresDays: 90, maxExpiresDays: 3650 }, createMemoryKeyStorage())
+const admin = principal('acme', ['rufid.admin'])
+
+async function failure(p: Promise<unknown>): Promise<SvcError> {
+  try {
+    await p
+  } catch (err) {
+    return err as SvcError
+  }
+  throw new Error('expected a rejection')
+}
+
+describe('permissions (service-spec §5, decisions.md scopes)', () => {
+  it('maps roles exactly as the spec table', () => {
+    expect([...permissionsOf({ roles: ['developer'] })].sort()).toEqual(['rufid.create', 'rufid.execute', 'rufid.read'])
+    expect([...permissionsOf({ roles: ['consumer'] })].sort()).toEqual(['rufid.execute', 'rufid.read'])
+    expect([...permissionsOf({ roles: ['admin'] })].sort()).toEqual(['rufid.admin', 'rufid.create', 'rufid.delete', 'rufid.execute', 'rufid.read'])
+    expect([...permissionsOf({ roles: ['root'] })]).toEqual([])
+  })
+
+  it('maps scopes to permissions', () => {
+    expect([...permissionsOf({ scopes: ['functions:execute'] })]).toEqual(['rufid.execute'])
+    expect([...permissionsOf({ scopes: ['functions:create', 'functions:delete'] })].sort()).toEqual(['rufid.create', 'rufid.delete'])
+    expect(permissionsOf({ scopes: ['admin'] }).has('rufid.admin')).toBe(true)
+    expect(permissionsOf({ scopes: ['rufid.read'] }).has('rufid.read')).toBe(true)
+  })
+})
+
+describe('API keys', () => {
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  it('are shown once, kept as a hash, and verified', async () => {
+    const keys = service()
+    const minted = await keys.mint(admin, { name: 'ci', scopes: ['functions:read'], expires_days: 7 })
+    expect(minted.api_key).toMatch(/^svck_[0-9A-Za-z]{16}_[0-9A-Za-z]{43}$/)
+    const listed = await keys.list(admin)
+    expect(JSON.stringify(listed)).not.toContain(minted.api_key.split('_')[2])
+    expect((await keys.verify(minted.api_key)).tenant_id).toBe('acme')
+    const tampered = minted.api_key.slice(0, -1) + (minted.api_key.endsWith('A') ? 'B' : 'A')
+    expect((await failure(keys.verify(tampered))).reason).toBe('unauthenticated')
+  })
+
+  it('expire after expires_days', async () => {
+    vi.useFakeTimers({ now: new Date('2026-01-01T00:00:00Z') })
+    const keys = service()
+    const minted = await keys.mint(admin, { name: 'ci', scopes: ['functions:read'], expires_days: 2 })
+    expect(minted.expires_at).toBe('2026-01-03T00:00:00.000Z')
+    vi.setSystemTime(new Date('2026-01-02T23:59:59Z'))
+    await expect(keys.verify(minted.api_key)).resolves.toBeTruthy()
+    vi.setSystemTime(new Date('2026-01-03T00:00:01Z'))
+    expect((await failure(keys.verify(minted.api_key))).message).toMatch(/expired/)
+  })
+
+  it('default to the configured lifetime and refuse bad requests with 1006', async () => {
+    const keys = service()
+    const minted = await keys.mint(admin, { name: 'ci', scopes: ['functions:read'] })
+    expect(Date.parse(minted.expires_at!) - Date.now()).toBeGreaterThan(89 * 86_400_000)
+    for (const bad of [{ name: '', scopes: ['admin'] }, { name: 'x', scopes: [] }, { name: 'x', scopes: ['admin'], expires_days: 0 }, { name: 'x', scopes: ['admin'], expires_days: 1.5 }, null]) {
+      expect((await failure(keys.mint(admin, bad))).code).toBe(1006)
+    }
+  })
+
+  it('are minted and revoked only by admins of the same tenant', async () => {
+    const keys = service()
+    expect((await failure(keys.mint(principal('acme', ['rufid.create']), { name: 'x', scopes: ['admin'] }))).code).toBe(1003)
+    const minted = await keys.mint(admin, { name: 'x', scopes: ['functions:read'] })
+    expect((await failure(keys.revoke(principal('globex', ['rufid.admin']), minted.key_id))).code).toBe(1002)
+    await keys.revoke(admin, minted.key_id)
+    expect((await failure(keys.verify(minted.api_key))).message).toMatch(/revoked/)
+  })
+
+  it('accept an operator-chosen key (ADMIN_API_KEY) as given', async () => {
+    const keys = service()
+    await keys.mintFor('default', 'test', { name: 'admin', scopes: ['admin'], expires_days: null }, 'my-chosen-admin-key')
+    expect((await keys.verify('my-chosen-admin-key')).scopes).toEqual(['admin'])
+    expect((await failure(keys.verify('my-chosen-admin-kez'))).code).toBe(1003)
+  })
+})
+
+describe('namespace narrowing', () => {
+  it('narrows to a child namespace and never widens', () => {
+    const p = principal('acme')
+    expect(narrow(p, undefined).tenant_id).toBe('acme')
+    expect(narrow(p, 'acme.team').tenant_id).toBe('acme.team')
+    expect(() => narrow(p, 'globex')).toThrow(/outside/)
+    expect(() => narrow(p, 'acmeco')).toThrow(/outside/)
+    expect(() => narrow(p, 'bad ns')).toThrow(SvcError)
+  })
+})
+
+describe('audit log', () => {
+  it('filters by tenant, operation, rufid and time, paginates, and sweeps past retention', async () => {
+    const { engine, db } = await createTestEngine()
+    const log = engine.auditLog
+    const base = { user: 'u', ip: '127.0.0.1', duration_ms: 1, result: 'success' }
+    await log.record({ ...base, operation: 'rufid.create', rufid: 'rufid:AAAAAAAAAAAA:v1:acme', tenant: 'acme', timestamp: '2026-01-01T00:00:00.000Z' })
+    for (let i = 0; i < 5; i++) await log.record({ ...base, operation: 'rufid.execute', rufid: 'rufid:AAAAAAAAAAAA:v1:acme', tenant: 'acme' })
+    await log.record({ ...base, operation: 'rufid.execute', rufid: null, tenant: 'globex' })
+    expect((await log.query({ tenant: 'acme' })).items).toHaveLength(6)
+    expect((await log.query({ tenant: 'acme', operation: 'rufid.create' })).items).toHaveLength(1)
+    expect((await log.query({ tenant: 'acme', rufid: 'AAAAAAAAAAAA' })).items).toHaveLength(6)
+    expect((await log.query({ from: '2026-06-01T00:00:00Z' })).items).toHaveLength(6)
+    expect((await log.query({ to: '2026-06-01T00:00:00Z' })).items).toHaveLength(1)
+    const page1 = await log.query({ tenant: 'acme', limit: 4 })
+    expect(page1.items).toHaveLength(4)
+    const page2 = await log.query({ tenant: 'acme', limit: 4, cursor: page1.next_cursor! })
+    expect(page2.items).toHaveLength(2)
+    expect(page2.next_cursor).toBeNull()
+    expect((await failure(log.query({ from: 'yesterday' }))).code).toBe(1006)
+    const swept = await new AuditLog({ retentionDays: 30, sweepIntervalMs: 60_000 }, { db }).sweep()
+    expect(swept).toBe(1)
+    expect((await log.query({ tenant: 'acme' })).items).toHaveLength(5)
+    await engine.stop()
+  })
+})
