@@ -10,6 +10,10 @@ import type { EventBus } from './events.js'
 import { ExecutionService, type ExecutionServiceInit, type SandboxPort } from './executions/execution-service.js'
 import { nativeExecute, type NativeExecuteRequest, type NativeExecuteResult } from './executions/native-execution.js'
 import { RateLimits, type RateLimitsInit } from './limits/rate-limits.js'
+import { publishFunction } from './registry/publish.js'
+import { Marketplace } from './search/marketplace.js'
+import { functionTelemetry, type FunctionTelemetry } from './telemetry/telemetry.js'
+import type { CreateResult, FunctionTarget } from './registry/function-registry.js'
 import type { SvcMetrics } from './metrics.js'
 import { FunctionRegistry, type FunctionRegistryInit } from './registry/function-registry.js'
 import type { CatalogStore, LevelDatabase } from './storage/catalog-store.js'
@@ -62,8 +66,13 @@ export interface Engine {
   readonly authMode: EngineAuthInit['mode']
   /** true between a successful start() and stop() */
   readonly ready: boolean
+  readonly marketplace: Marketplace
   /** service-spec §4.3 native execution */
   nativeExecute(principal: Principal, body: NativeExecuteRequest): Promise<NativeExecuteResult>
+  /** `/v1` publish: base64 source and a runtime such as `node20` or `python3.11` */
+  publish(principal: Principal, body: unknown): Promise<CreateResult>
+  /** latency, error rate and cost of one function over a window such as `15m` */
+  telemetry(principal: Principal, target: FunctionTarget, window: string): Promise<FunctionTelemetry>
   start(): Promise<void>
   stop(): Promise<void>
 }
@@ -81,6 +90,7 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
       )
   const auditLog = new AuditLog(init.audit, { db })
   const access = new AccessGate({ authenticator, rateLimits: new RateLimits(init.rateLimits), audit: auditLog })
+  const marketplace = new Marketplace({ store, events })
   let ready = false
   let starting: Promise<void> | undefined
   return {
@@ -95,13 +105,21 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     get ready() {
       return ready && store.isOpen
     },
+    marketplace,
     nativeExecute(principal, body) {
       return nativeExecute(principal, body, { functions, executions })
+    },
+    publish(principal, body) {
+      return publishFunction(functions, principal, body)
+    },
+    telemetry(principal, target, window) {
+      return functionTelemetry(principal, target, window, { store, functions })
     },
     start() {
       starting ??= (async () => {
         await store.start()
         await auditLog.start()
+        await marketplace.start(() => store.allFunctions())
         await sandbox.start()
         ready = true
         events.publishSystem({ type: 'node.started', tenant_id: null, rufid: null, message: 'engine started' })
@@ -114,7 +132,9 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
       starting = undefined
       if (ready) events.publishSystem({ type: 'node.stopping', tenant_id: null, rufid: null, message: 'engine stopping' })
       ready = false
+      await marketplace.stop()
       await sandbox.stop()
+      await executions.drain()
       await auditLog.stop()
       await store.stop()
     },

@@ -9,6 +9,7 @@ import { registerFunctionRoutes } from './routes/functions.js'
 import { registerAuthRoutes } from './routes/auth.js'
 import { registerExecutionRoutes } from './routes/executions.js'
 import { registerSystemRoutes } from './routes/system.js'
+import { registerV1Routes } from './routes/v1.js'
 
 export interface RestApiInit {
   /** request bodies above this get 413 and are not read further */
@@ -96,6 +97,7 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
   registerFunctionRoutes(router, components)
   registerExecutionRoutes(router, components)
   registerAuthRoutes(router, components)
+  registerV1Routes(router, components)
   app.use(router.routes())
   app.use(router.allowedMethods())
   return app

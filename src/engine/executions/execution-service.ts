@@ -57,6 +57,7 @@ export class ExecutionService {
   private readonly c: ExecutionServiceComponents
   /** usage statistics by `tenant/hash/version`, loaded from the store on first use */
   private readonly stats = new Map<string, FunctionStats>()
+  private readonly background = new Set<Promise<void>>()
 
   constructor(init: ExecutionServiceInit, components: ExecutionServiceComponents) {
     this.init = init
@@ -82,8 +83,57 @@ export class ExecutionService {
     return record
   }
 
-  private async run(principal: Principal, fn: FunctionVersion, args: Record<string, unknown> | unknown[]): Promise<ExecutionRecord> {
-    const execution_id = timeOrderedId('ex_')
+  /**
+   * Starts an execution in the background (the `/v1` asynchronous path): resolves the function
+   * (1001/1002/1003 are thrown here), stores a `queued` record and returns it; the record moves to
+   * `running` and then to its final status. Read it with `get`.
+   */
+  async submit(principal: Principal, target: FunctionTarget, args: unknown): Promise<ExecutionRecord> {
+    requirePermission(principal, 'rufid.execute')
+    const normalizedArgs = normalizeArguments(args)
+    const { fn } = await this.c.registry.resolve(principal, target, 'rufid.execute')
+    const queued: ExecutionRecord = {
+      ...this.recordBase(principal, fn, timeOrderedId('ex_')),
+      status: 'queued',
+      started_at: new Date().toISOString(),
+    }
+    await this.c.store.putExecution(queued)
+    const task = (async () => {
+      await this.c.store.putExecution({ ...queued, status: 'running', started_at: new Date().toISOString() })
+      await this.run(principal, fn, normalizedArgs, queued.execution_id)
+    })().catch(async (err: unknown) => {
+      const e = err instanceof SvcError ? err : new SvcError('INTERNAL_ERROR', 'execution could not run')
+      await this.c.store.putExecution({
+        ...queued, status: 'error', finished_at: new Date().toISOString(),
+        error: { code: e.code, name: e.name, message: e.message, details: e.details },
+      }).catch(() => undefined)
+    })
+    this.background.add(task)
+    void task.finally(() => this.background.delete(task))
+    return queued
+  }
+
+  /** Waits for background executions (the sandbox's stop ends the ones still running). */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.background])
+  }
+
+  private recordBase(principal: Principal, fn: FunctionVersion, execution_id: string) {
+    return {
+      execution_id,
+      rufid: fullRufidOf(fn),
+      rufid_short: fn.rufid_short,
+      version: fn.version,
+      tenant_id: fn.tenant_id,
+      function_name: fn.function_name,
+      language: fn.language.toLowerCase(),
+      logs: [],
+      user: principal.user,
+    }
+  }
+
+  private async run(principal: Principal, fn: FunctionVersion, args: Record<string, unknown> | unknown[], id?: string): Promise<ExecutionRecord> {
+    const execution_id = id ?? timeOrderedId('ex_')
     const started_at = new Date().toISOString()
     const language = fn.language.toLowerCase()
     const outcome = await this.c.sandbox.execute({
@@ -97,13 +147,7 @@ export class ExecutionService {
     })
     const status: ExecutionStatus = outcome.status
     const record: ExecutionRecord = {
-      execution_id,
-      rufid: fullRufidOf(fn),
-      rufid_short: fn.rufid_short,
-      version: fn.version,
-      tenant_id: fn.tenant_id,
-      function_name: fn.function_name,
-      language,
+      ...this.recordBase(principal, fn, execution_id),
       status,
       started_at,
       finished_at: new Date().toISOString(),
@@ -111,7 +155,6 @@ export class ExecutionService {
       cpu_time_ms: round3(outcome.cpuTimeMs),
       memory_bytes: outcome.memoryBytes,
       logs: outcome.logs,
-      user: principal.user,
     }
     if (status === 'success') {
       record.result = outcome.result === undefined ? null : outcome.result

@@ -159,6 +159,11 @@ export class CatalogStore {
   }
 
   /** Stores an execution record and, when given, the function's updated usage statistics. */
+  /** Every function version of every tenant (tombstones included), in key order. */
+  async *allFunctions(): AsyncGenerator<FunctionVersion> {
+    for await (const value of this.functions.values()) yield value as FunctionVersion
+  }
+
   async putExecution(record: ExecutionRecord, stats?: FunctionStats): Promise<void> {
     if (stats === undefined) {
       await this.executions.put(record.execution_id, record)

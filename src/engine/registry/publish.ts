@@ -1,0 +1,43 @@
+import { z } from 'zod'
+import { validationFailed } from '../../core/errors.js'
+import { signatureFromSource } from '../executions/native-execution.js'
+import type { Principal } from '../types.js'
+import { parseOrThrow } from '../validation.js'
+import type { CreateResult, FunctionRegistry } from './function-registry.js'
+
+/** `/v1` publish (service-spec §2.3): runtime is a language plus version, e.g. `node20`, `python3.11`. */
+export const publishInputSchema = z.object({
+  name: z.string().min(1).max(128),
+  runtime: z.string().regex(/^(node|nodejs|javascript|js|typescript|ts|python)(-?[0-9]+(\.[0-9]+)*)?$/i, 'must be a runtime such as node20, typescript5 or python3.11'),
+  source: z.string().min(1, 'must be base64-encoded source'),
+  description: z.string().max(4096).optional(),
+  tags: z.array(z.string()).max(32).optional(),
+  /** optional: read from the source when absent */
+  signature: z.string().max(1024).optional(),
+})
+
+export function languageOfRuntime(runtime: string): string {
+  const family = /^[a-z]+/i.exec(runtime)![0]!.toLowerCase()
+  if (family === 'python') return 'python'
+  if (family === 'typescript' || family === 'ts') return 'typescript'
+  return 'javascript'
+}
+
+/** Decodes a publish request and creates the function through the registry. */
+export async function publishFunction(functions: FunctionRegistry, principal: Principal, raw: unknown): Promise<CreateResult> {
+  const input = parseOrThrow(publishInputSchema, raw, 'publish request')
+  const text = input.source.replace(/\s+/g, '')
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(text) || text.length % 4 === 1) {
+    throw validationFailed('source must be base64-encoded', [{ pointer: '/source', message: 'not base64' }])
+  }
+  const source_code = Buffer.from(text, 'base64').toString('utf8')
+  const language = languageOfRuntime(input.runtime)
+  return functions.create(principal, {
+    function_name: input.name,
+    source_code,
+    language,
+    signature: input.signature ?? signatureFromSource(source_code, input.name, language),
+    description: input.description,
+    tags: input.tags,
+  })
+}

@@ -1,0 +1,75 @@
+import { validationFailed } from '../../core/errors.js'
+import { requirePermission } from '../authz.js'
+import { timeOrderedLowerBound } from '../ids.js'
+import type { FunctionTarget, FunctionRegistry } from '../registry/function-registry.js'
+import type { CatalogStore } from '../storage/catalog-store.js'
+import type { Principal } from '../types.js'
+
+const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+const MAX_WINDOW_MS = 30 * 86_400_000
+
+/** decisions.md telemetry response. */
+export interface FunctionTelemetry {
+  rufid: string
+  window: string
+  executions: number
+  latency_ms: { p50: number; p95: number; p99: number; max: number }
+  error_rate: number
+  cost: { cpu_ms_total: number; cpu_ms_avg: number; memory_bytes_avg: number }
+}
+
+/** `30s`, `15m`, `6h`, `7d` → milliseconds (1006 otherwise; at most 30 days). */
+export function parseWindow(window: unknown): number {
+  const m = typeof window === 'string' ? /^([1-9][0-9]{0,6})(s|m|h|d)$/.exec(window) : null
+  const ms = m ? Number(m[1]) * UNITS[m[2]!]! : NaN
+  if (!m || ms > MAX_WINDOW_MS) {
+    throw validationFailed('window must be a duration such as 30s, 15m, 6h or 7d (at most 30d)', [{ pointer: '/window', message: 'malformed window' }])
+  }
+  return ms
+}
+
+/** Nearest-rank percentile of sorted values. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0
+  const rank = Math.ceil((p / 100) * sorted.length)
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!
+}
+
+/** Latency percentiles, error rate and cost of one function from its execution records in a window. */
+export async function functionTelemetry(
+  principal: Principal,
+  target: FunctionTarget,
+  window: string,
+  c: { store: CatalogStore; functions: FunctionRegistry },
+  now = Date.now(),
+): Promise<FunctionTelemetry> {
+  requirePermission(principal, 'rufid.read')
+  const ms = parseWindow(window)
+  const { fn } = await c.functions.resolve(principal, target)
+  const latencies: number[] = []
+  let errors = 0
+  let cpu = 0
+  let memory = 0
+  const from = timeOrderedLowerBound('ex_', now - ms)
+  const to = timeOrderedLowerBound('ex_', now + 1)
+  for await (const r of c.store.executionsBetween(from, to)) {
+    if (r.tenant_id !== principal.tenant_id || r.rufid_short !== fn.rufid_short) continue
+    if (target.version !== undefined && r.version !== target.version) continue
+    if (r.status === 'queued' || r.status === 'running') continue
+    latencies.push(r.execution_time_ms ?? 0)
+    if (r.status !== 'success') errors++
+    cpu += r.cpu_time_ms ?? 0
+    memory += r.memory_bytes ?? 0
+  }
+  latencies.sort((a, b) => a - b)
+  const n = latencies.length
+  const round = (x: number) => Math.round(x * 1000) / 1000
+  return {
+    rufid: target.version === undefined ? fn.rufid_short : `rufid:${fn.rufid_short}:v${target.version}:${fn.tenant_id}`,
+    window,
+    executions: n,
+    latency_ms: { p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99), max: n ? latencies[n - 1]! : 0 },
+    error_rate: n ? errors / n : 0,
+    cost: { cpu_ms_total: round(cpu), cpu_ms_avg: n ? round(cpu / n) : 0, memory_bytes_avg: n ? Math.round(memory / n) : 0 },
+  }
+}

@@ -1,0 +1,126 @@
+// The /v1 group through a real daemon: publish, asynchronous executions, marketplace search, telemetry.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { percentile } from '../../src/engine/index.js'
+import { call, removeDir, startDaemonProcess, type DaemonProcess } from '../fixtures/daemon-process.js'
+
+const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64')
+
+describe('/v1 group', () => {
+  let d: DaemonProcess
+  const api = (p: string) => `${d.url}${p}`
+
+  beforeAll(async () => {
+    d = await startDaemonProcess()
+  })
+  afterAll(async () => {
+    await d?.stop()
+    if (d) removeDir(d.dataDir)
+  })
+
+  const waitFor = async (id: string): Promise<Record<string, unknown>> => {
+    for (let i = 0; i < 100; i++) {
+      const r = await call(api(`/v1/executions/${id}`), 'GET')
+      if (r.body.status !== 'queued' && r.body.status !== 'running') return r.body
+      await new Promise((res) => setTimeout(res, 50))
+    }
+    throw new Error(`execution ${id} did not finish in 5 s`)
+  }
+
+  it('publishes base64 source for a runtime and runs it asynchronously (202, then the record)', async () => {
+    const pub = await call(api('/v1/functions'), 'POST', {
+      name: 'scale', runtime: 'node20', source: b64('function scale(x, factor) {\n  console.log("scaling", x)\n  return x * factor\n}\n'),
+      description: 'multiplies', tags: ['math', 'demo'],
+    })
+    expect(pub.status).toBe(201)
+    expect(Object.keys(pub.body).sort()).toEqual(['import_statement', 'rufid', 'rufid_short', 'share_url', 'version'])
+    expect(pub.body.version).toBe('v1')
+    const meta = await call(api(`/api/v1/functions/${pub.body.rufid_short as string}`), 'GET')
+    expect(meta.body).toMatchObject({ signature: '(x, factor)', language: 'javascript' })
+
+    const started = await call(api(`/v1/functions/${pub.body.rufid_short as string}/executions`), 'POST', { x: 21, factor: 2 })
+    expect(started.status).toBe(202)
+    expect(started.body.status).toBe('queued')
+    const record = await waitFor(started.body.execution_id as string)
+    expect(record).toMatchObject({ status: 'success', result: 42, version: 'v1', tenant: 'default' })
+    for (const field of ['started_at', 'finished_at', 'execution_time_ms', 'cpu_time_ms', 'memory_bytes']) expect(record[field], field).toBeDefined()
+    const logs = await call<{ logs: Array<{ message: string }> }>(api(`/v1/executions/${started.body.execution_id as string}/logs`), 'GET')
+    expect(logs.body.logs.map((l) => l.message)).toEqual(['scaling 21'])
+
+    const failing = await call(api(`/v1/functions/${pub.body.rufid_short as string}/executions`), 'POST', { x: 1, nope: 2 })
+    expect((await waitFor(failing.body.execution_id as string)).status).toBe('error')
+    expect((await call(api('/v1/functions/AbCdEfGhIjKl/executions'), 'POST', {})).status).toBe(404)
+    expect((await call(api('/v1/functions/bad/executions'), 'POST', {})).status).toBe(400)
+    const badSource = await call(api('/v1/functions'), 'POST', { name: 'x', runtime: 'node20', source: '***' })
+    expect(badSource.status).toBe(400)
+    const badRuntime = await call(api('/v1/functions'), 'POST', { name: 'x', runtime: 'cobol85', source: b64('x') })
+    expect(badRuntime.status).toBe(400)
+  })
+
+  it('searches name, description, tags and signature with facets that match the catalog, per tenant', async () => {
+    const defs = [
+      { name: 'parseCsv', runtime: 'node20', tags: ['text', 'csv'], description: 'reads comma separated values' },
+      { name: 'parseJson', runtime: 'typescript5', tags: ['text'], description: 'reads json' },
+      { name: 'sumAll', runtime: 'node20', tags: ['math'], description: 'adds numbers' },
+    ]
+    for (const def of defs) {
+      const res = await call(api('/v1/functions'), 'POST', { ...def, source: b64(`function ${def.name}(input) { return input }`) })
+      expect(res.status).toBe(201)
+    }
+    await call(api('/v1/functions'), 'POST', { name: 'hidden', runtime: 'node20', tags: ['math'], source: b64('function hidden() {}') }, { 'x-svc-namespace': 'other' })
+
+    type Search = { items: Array<{ function_name: string }>; pagination: { total: number }; aggregations: { language: Record<string, number>; tags: Record<string, number>; author: Record<string, number> } }
+    const all = await call<Search>(api('/v1/marketplace/functions/search?limit=100'), 'GET')
+    const catalog = await call<{ items: Array<{ function_name: string; language: string; tags: string[]; author: string }> }>(api('/api/v1/functions?limit=500'), 'GET')
+    expect(all.body.pagination.total).toBe(catalog.body.items.length)
+    const count = (values: string[]) => values.reduce<Record<string, number>>((acc, v) => ({ ...acc, [v]: (acc[v] ?? 0) + 1 }), {})
+    expect(all.body.aggregations.language).toEqual(count(catalog.body.items.map((f) => f.language.toLowerCase())))
+    expect(all.body.aggregations.tags).toEqual(count(catalog.body.items.flatMap((f) => f.tags)))
+    expect(all.body.aggregations.author).toEqual(count(catalog.body.items.map((f) => f.author)))
+    expect(all.body.items.map((f) => f.function_name)).not.toContain('hidden')
+
+    const reads = await call<Search>(api('/v1/marketplace/functions/search?q=reads'), 'GET')
+    expect(reads.body.items.map((f) => f.function_name).sort()).toEqual(['parseCsv', 'parseJson'])
+    expect(reads.body.aggregations.language).toEqual({ javascript: 1, typescript: 1 })
+    const text = await call<Search>(api('/v1/marketplace/functions/search?tags=text,csv'), 'GET')
+    expect(text.body.items.map((f) => f.function_name)).toEqual(['parseCsv'])
+    const ts = await call<Search>(api('/v1/marketplace/functions/search?language=typescript'), 'GET')
+    expect(ts.body.items.map((f) => f.function_name)).toEqual(['parseJson'])
+    const page = await call<Search & { pagination: { next_offset: number | null } }>(api('/v1/marketplace/functions/search?limit=2&offset=0'), 'GET')
+    expect(page.body.items).toHaveLength(2)
+    expect(page.body.pagination.next_offset).toBe(2)
+  })
+
+  it('reports telemetry percentiles that match the recorded execution times of a scripted run', async () => {
+    const pub = await call(api('/v1/functions'), 'POST', {
+      name: 'work', runtime: 'node20',
+      source: b64('function work(n) { if (n < 0) throw new Error("negative"); let s = 0; for (let i = 0; i < n; i++) s += i; return s }'),
+    })
+    const id = pub.body.rufid_short as string
+    const inputs = [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 3_000_000, -1, -2]
+    const times: number[] = []
+    let cpu = 0
+    for (const n of inputs) {
+      const r = await call(api(`/api/v1/functions/${id}/execute`), 'POST', { arguments: { n } })
+      const execId = (r.body.execution_id ?? (r.body as { error?: { details: { execution_id: string } } }).error?.details.execution_id) as string
+      const record = await call(api(`/v1/executions/${execId}`), 'GET')
+      times.push(record.body.execution_time_ms as number)
+      cpu += record.body.cpu_time_ms as number
+    }
+    times.sort((a, b) => a - b)
+    const t = await call(api(`/v1/telemetry/functions/${id}?window=15m`), 'GET')
+    expect(t.status).toBe(200)
+    expect(t.body).toMatchObject({
+      rufid: id,
+      window: '15m',
+      executions: 10,
+      latency_ms: { p50: percentile(times, 50), p95: percentile(times, 95), p99: percentile(times, 99), max: times[9] },
+      error_rate: 0.2,
+    })
+    expect((t.body.cost as { cpu_ms_total: number }).cpu_ms_total).toBeCloseTo(cpu, 2)
+    const empty = await call(api(`/v1/telemetry/functions/${id}?window=30s`), 'GET')
+    expect(empty.body.executions).toBe(10)
+    for (const bad of ['15', '0m', '15x', '31d']) {
+      expect((await call(api(`/v1/telemetry/functions/${id}?window=${bad}`), 'GET')).status, bad).toBe(400)
+    }
+  })
+})
