@@ -1,6 +1,6 @@
 import { Command } from 'commander'
 import { startCommand } from './node-command.js'
-import { VERSION } from './version.js'
+import { VERSION } from '../daemon/version.js'
 
 /** `svc-node`: the daemon's own entry point (`svc-node start`). */
 const program = new Command('svc-node')

@@ -2,7 +2,7 @@ import { Command } from 'commander'
 import { keysCommand } from './admin-keys.js'
 import { startCommand } from './node-command.js'
 import { rufidCommand } from './rufid-command.js'
-import { VERSION } from './version.js'
+import { VERSION } from '../daemon/version.js'
 
 /** `svc`: the command line for operators and developers. */
 const program = new Command('svc').description('svc-node command line').version(VERSION)

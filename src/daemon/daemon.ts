@@ -12,6 +12,7 @@ import {
 } from '../engine/index.js'
 import { announceAdminKey } from './admin-key.js'
 import type { SvcConfig } from './config.js'
+import { VERSION } from './version.js'
 
 export interface Daemon {
   readonly engine: Engine
@@ -68,7 +69,11 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
   )
   let draining = false
   const app = createRestApi(
-    { bodyLimitBytes: config.server.body_limit_bytes, metricsAccess: config.server.metrics_access },
+    {
+      bodyLimitBytes: config.server.body_limit_bytes,
+      metricsAccess: config.server.metrics_access,
+      openapi: { maxSourceBytes: config.registry.max_source_bytes, maxExpiresDays: config.auth.keys.max_expires_days, version: VERSION },
+    },
     { engine, logger: logger.child({ component: 'rest' }), isDraining: () => draining },
   )
   let server: Server | undefined

@@ -18,3 +18,6 @@ export type { NativeExecuteRequest, NativeExecuteResult } from './executions/nat
 export { Marketplace, type MarketplaceQuery, type MarketplaceResult, type Listing } from './search/marketplace.js'
 export { parseWindow, percentile, type FunctionTelemetry } from './telemetry/telemetry.js'
 export { publishFunction, languageOfRuntime } from './registry/publish.js'
+export { createInputSchema } from './registry/create-input.js'
+export { publishInputSchema } from './registry/publish.js'
+export { mintRequestSchema } from './auth/api-keys.js'

@@ -5,6 +5,7 @@ import type { Logger } from 'pino'
 import type { TLSSocket } from 'node:tls'
 import type { Engine, Principal } from '../../engine/index.js'
 import { errorBody, httpStatusOf, restErrorOf } from './errors.js'
+import type { OpenApiInit } from './openapi.js'
 import { registerFunctionRoutes } from './routes/functions.js'
 import { registerAuthRoutes } from './routes/auth.js'
 import { registerExecutionRoutes } from './routes/executions.js'
@@ -16,6 +17,8 @@ export interface RestApiInit {
   bodyLimitBytes: number
   /** `/metrics` open to anyone (`public`), to admin credentials (`admin`) or not served (`disabled`) */
   metricsAccess: 'public' | 'admin' | 'disabled'
+  /** what `/openapi.json` states about limits and the version */
+  openapi?: OpenApiInit
 }
 
 export interface RestApiComponents {

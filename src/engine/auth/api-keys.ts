@@ -1,8 +1,10 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import { SvcError, validationFailed } from '../../core/errors.js'
+import { z } from 'zod'
+import { SvcError } from '../../core/errors.js'
 import { base62 } from '../../core/rufid.js'
 import { requirePermission } from '../authz.js'
 import type { Principal } from '../types.js'
+import { parseOrThrow } from '../validation.js'
 import { SCOPES } from './permissions.js'
 
 /** What is kept of a key: never the key itself, only a hash of its secret part. */
@@ -157,18 +159,15 @@ export function unauthenticated(message: string): SvcError {
   return new SvcError('PERMISSION_DENIED', message, { reason: 'unauthenticated' })
 }
 
+/** The API key request of service-spec §2.7, as validated (also published in /openapi.json). */
+export function mintRequestSchema(init: ApiKeyServiceInit) {
+  return z.object({
+    name: z.string().regex(NAME, 'must be 1–100 letters, digits, spaces or _.:@/-'),
+    scopes: z.array(z.enum(SCOPES as [string, ...string[]])).min(1, `must name at least one of ${SCOPES.join(', ')}`),
+    expires_days: z.number().int().min(1).max(init.maxExpiresDays).nullable().optional(),
+  })
+}
+
 function parseMintRequest(raw: unknown, init: ApiKeyServiceInit): MintRequest {
-  const body = (raw ?? {}) as Record<string, unknown>
-  const problems: Array<{ pointer: string; message: string }> = []
-  if (typeof body.name !== 'string' || !NAME.test(body.name)) problems.push({ pointer: '/name', message: 'must be 1–100 letters, digits, spaces or _.:@/-' })
-  const scopes = body.scopes
-  if (!Array.isArray(scopes) || scopes.length === 0 || scopes.some((s) => typeof s !== 'string' || !SCOPES.includes(s))) {
-    problems.push({ pointer: '/scopes', message: `must be a non-empty list of ${SCOPES.join(', ')}` })
-  }
-  const days = body.expires_days
-  if (days !== undefined && days !== null && (!Number.isInteger(days) || (days as number) < 1 || (days as number) > init.maxExpiresDays)) {
-    problems.push({ pointer: '/expires_days', message: `must be an integer from 1 to ${init.maxExpiresDays}` })
-  }
-  if (problems.length > 0) throw validationFailed(`invalid API key request: ${problems[0]!.pointer} ${problems[0]!.message}`, problems)
-  return { name: body.name as string, scopes: scopes as string[], expires_days: (days as number | null | undefined) ?? undefined }
+  return parseOrThrow(mintRequestSchema(init), raw ?? {}, 'API key request')
 }
