@@ -29,6 +29,24 @@ export const configSchema = z.object({
       client_ca_file: z.string(),
     }).strict(),
   }).strict(),
+  grpc: z.object({
+    enabled: z.boolean(),
+    host: z.string().min(1),
+    port: z.number().int().min(0).max(65535),
+    max_message_bytes: z.number().int().min(1024),
+  }).strict(),
+  graphql: z.object({
+    max_depth: z.number().int().min(1),
+    max_cost: z.number().int().min(1),
+    max_document_bytes: z.number().int().min(100),
+    introspection: z.enum(['authenticated', 'public', 'disabled']),
+  }).strict(),
+  ws: z.object({
+    max_connections_per_tenant: z.number().int().min(1),
+    max_messages_per_second: z.number().int().min(1),
+    max_buffered_bytes: z.number().int().min(1024),
+    max_payload_bytes: z.number().int().min(256),
+  }).strict(),
   data_dir: z.string().min(1),
   log: z.object({
     level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -89,6 +107,8 @@ const ENV: Array<[string, string[], 'string' | 'int']> = [
   ['SVC_SHARE_BASE', ['server', 'share_base'], 'string'],
   ['SVC_METRICS_ACCESS', ['server', 'metrics_access'], 'string'],
   ['SVC_DATA_DIR', ['data_dir'], 'string'],
+  ['GRPC_HOST', ['grpc', 'host'], 'string'],
+  ['GRPC_PORT', ['grpc', 'port'], 'int'],
   ['LOG_LEVEL', ['log', 'level'], 'string'],
   ['LOG_FORMAT', ['log', 'format'], 'string'],
   ['AUTH_PROVIDER', ['auth', 'provider'], 'string'],

@@ -5,13 +5,11 @@ import { timeOrderedId } from '../ids.js'
 import type { SvcMetrics } from '../metrics.js'
 import { fullRufidOf, type FunctionRegistry, type FunctionTarget } from '../registry/function-registry.js'
 import type { CatalogStore } from '../storage/catalog-store.js'
-import type { ExecutionLogLine, ExecutionRecord, ExecutionStatus, FunctionStats, FunctionVersion, Principal } from '../types.js'
+import type { ExecutionLimits, Sandbox } from '../execution/index.js'
+import type { ExecutionRecord, ExecutionStatus, FunctionStats, FunctionVersion, Principal } from '../types.js'
 
-export interface LimitValues {
-  timeoutMs: number
-  memoryMb: number
-  cpuMs: number
-}
+/** Per-execution limits (the sandbox's own type). */
+export type LimitValues = ExecutionLimits
 
 export interface ExecutionServiceInit {
   /** applied when a function sets none */
@@ -21,25 +19,7 @@ export interface ExecutionServiceInit {
 }
 
 /** What the execution service needs of a sandbox (see `engine/execution`). */
-export interface SandboxPort {
-  execute(request: {
-    key: string
-    language: string
-    source: string
-    functionName: string
-    signature: string
-    args: Record<string, unknown> | unknown[]
-    limits: LimitValues
-  }): Promise<{
-    status: 'success' | 'error' | 'timeout'
-    result?: unknown
-    error?: SvcError
-    logs: ExecutionLogLine[]
-    wallTimeMs: number
-    cpuTimeMs: number
-    memoryBytes: number
-  }>
-}
+export type SandboxPort = Pick<Sandbox, 'execute'>
 
 export interface ExecutionServiceComponents {
   registry: FunctionRegistry
