@@ -5,7 +5,11 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { ClassicLevel } from 'classic-level'
 import type { Logger } from 'pino'
+import { createGraphqlMiddleware } from '../api/graphql/http.js'
+import { attachGraphqlWs } from '../api/graphql/ws.js'
+import { createGrpcServer } from '../api/grpc/server.js'
 import { createRestApi } from '../api/rest/app.js'
+import { attachEventSocket } from '../api/ws/event-socket.js'
 import { createSandbox } from '../engine/execution/index.js'
 import {
   createCatalogStore, createEngine, createMetrics, EventBus, type Engine, type EngineAuthInit, type LevelDatabase,
@@ -18,6 +22,8 @@ export interface Daemon {
   readonly engine: Engine
   /** base URL of the REST door, e.g. http://127.0.0.1:8080 */
   readonly url: string
+  /** host:port of the gRPC door, when enabled */
+  readonly grpcAddress: string | undefined
   start(): Promise<void>
   /** Stops taking requests, lets in-flight ones finish (up to the grace period), closes storage. */
   stop(): Promise<void>
@@ -76,6 +82,33 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     },
     { engine, logger: logger.child({ component: 'rest' }), isDraining: () => draining },
   )
+  const graphqlInit = {
+    maxDepth: config.graphql.max_depth,
+    maxCost: config.graphql.max_cost,
+    maxDocumentBytes: config.graphql.max_document_bytes,
+    introspection: config.graphql.introspection,
+  }
+  const graphqlLogger = logger.child({ component: 'graphql' })
+  const graphql = createGraphqlMiddleware(graphqlInit, { engine, logger: graphqlLogger })
+  app.use(graphql)
+  const tlsFiles = config.server.tls
+  const grpc = config.grpc.enabled
+    ? createGrpcServer({
+        host: config.grpc.host,
+        port: config.grpc.port,
+        maxMessageBytes: config.grpc.max_message_bytes,
+        shutdownGraceMs: config.server.shutdown_grace_ms,
+        tls: tlsFiles.enabled
+          ? {
+              cert: readFileSync(tlsFiles.cert_file),
+              key: readFileSync(tlsFiles.key_file),
+              ...(tlsFiles.client_ca_file && { clientCa: readFileSync(tlsFiles.client_ca_file) }),
+            }
+          : undefined,
+      }, { engine, logger })
+    : undefined
+  let grpcUrl: string | undefined
+  let sockets: Array<{ close(): Promise<void> }> = []
   let server: Server | undefined
   let url = ''
 
@@ -83,6 +116,9 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     engine,
     get url() {
       return url
+    },
+    get grpcAddress() {
+      return grpcUrl
     },
     async start() {
       await engine.start()
@@ -96,6 +132,20 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
           }, app.callback())
         : createServer(app.callback())
       server.keepAliveTimeout = 5_000
+      sockets = [
+        attachGraphqlWs(server, graphqlInit, { engine, logger: graphqlLogger }),
+        attachEventSocket(server, {
+          maxConnectionsPerTenant: config.ws.max_connections_per_tenant,
+          maxMessagesPerSecond: config.ws.max_messages_per_second,
+          maxBufferedBytes: config.ws.max_buffered_bytes,
+          maxPayloadBytes: config.ws.max_payload_bytes,
+        }, { engine, logger: logger.child({ component: 'ws' }) }),
+      ]
+      // registered last: an upgrade to any other path is refused rather than left hanging
+      server.on('upgrade', (req, socket) => {
+        const path = (req.url ?? '').split('?')[0]
+        if (path !== '/graphql' && path !== '/ws') socket.destroy()
+      })
       await new Promise<void>((resolveListen, reject) => {
         server!.once('error', reject)
         server!.listen(config.server.port, config.server.host, () => {
@@ -107,12 +157,18 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
       url = `${tls.enabled ? 'https' : 'http'}://${host}:${address.port}`
       if (shareBase === '') shareBase = `${url}/api/v1/functions`
-      logger.info({ url, data_dir: config.data_dir }, 'svc-node listening')
+      if (grpc) {
+        const { port } = await grpc.start()
+        grpcUrl = `${config.grpc.host}:${port}`
+      }
+      logger.info({ url, grpc: grpcUrl ?? null, data_dir: config.data_dir }, 'svc-node listening')
     },
     async stop() {
       if (draining) return
       draining = true
       logger.info({ grace_ms: config.server.shutdown_grace_ms }, 'svc-node stopping')
+      // open streams and sockets would otherwise hold the servers open
+      await Promise.allSettled([...sockets.map((s) => s.close()), graphql.close(), grpc?.stop()])
       if (server) {
         const closed = new Promise<void>((r) => server!.close(() => r()))
         server.closeIdleConnections()

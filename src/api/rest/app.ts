@@ -80,6 +80,8 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
         error: failure,
       }).catch((err: unknown) => logger.error({ err }, 'audit write failed'))
     }
+    // the GraphQL door shares this Koa app and records its own metrics
+    if (ctx.state.operation === 'system.graphql') return
     const seconds = (performance.now() - started) / 1000
     engine.metrics.protocolRequests.inc({ protocol: 'rest', operation: ctx.state.operation, status: String(ctx.status) })
     engine.metrics.protocolRequestDuration.observe({ protocol: 'rest', operation: ctx.state.operation }, seconds)

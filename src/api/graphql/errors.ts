@@ -1,0 +1,95 @@
+import { GraphQLError, type GraphQLFormattedError } from 'graphql/index.js'
+import { type ErrorName, SvcError, toSvcError } from '../../core/errors.js'
+
+/**
+ * The one place the GraphQL door maps svc error codes (decisions.md "Errors"): every error a
+ * client sees carries `extensions: { code, name }`; request-level failures (authentication,
+ * limits, malformed documents) also get an HTTP status, and over graphql-ws a close code.
+ */
+
+/** HTTP status of a request the GraphQL door refuses before executing it. */
+const STATUS: Record<ErrorName, number> = {
+  INVALID_RUFID: 400,
+  RUFID_NOT_FOUND: 404,
+  PERMISSION_DENIED: 403,
+  EXECUTION_TIMEOUT: 408,
+  RATE_LIMITED: 429,
+  VALIDATION_FAILED: 400,
+  EXECUTION_FAILED: 422,
+  RUFID_COLLISION: 409,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+  FEDERATION_UNREACHABLE: 502,
+  SYNC_CONFLICT: 409,
+}
+
+export function httpStatusOf(err: SvcError): number {
+  if (err.reason === 'unauthenticated') return 401
+  if (err.reason === 'payload_too_large') return 413
+  return STATUS[err.name]
+}
+
+/**
+ * Close code of a graphql-ws connection refused at `connection_init`: 4401 (no or invalid
+ * credentials; graphql-ws clients do not retry it), 4403 (denied), 4429 (rate limited), 4500.
+ */
+export function wsCloseCodeOf(err: SvcError): number {
+  if (err.code === 1003) return err.reason === 'unauthenticated' ? 4401 : 4403
+  if (err.code === 1005) return 4429
+  if (err.code === 1006) return 4400
+  return 4500
+}
+
+/** A close reason of at most 123 bytes, e.g. `1003 PERMISSION_DENIED: credentials required`. */
+export function wsCloseReasonOf(err: SvcError): string {
+  const reason = `${err.code} ${err.name}: ${err.code === 1009 ? 'internal error' : err.message}`
+  let out = reason
+  while (Buffer.byteLength(out) > 123) out = out.slice(0, -1)
+  return out
+}
+
+/**
+ * The SvcError behind anything a GraphQL operation failed with. Resolvers throw SvcErrors (graphql
+ * wraps them); GraphQL's own request errors (syntax, validation, variable coercion) are 1006; any
+ * other failure during execution (it has a `path`) is 1009, its text not exposed.
+ */
+export function svcErrorOf(err: unknown): SvcError {
+  if (err instanceof SvcError) return err
+  if (err instanceof GraphQLError) {
+    let cause: unknown = err.originalError
+    while (cause instanceof GraphQLError && cause.originalError !== undefined) cause = cause.originalError
+    if (cause instanceof SvcError) return cause
+    if (err.path !== undefined) return toSvcError(cause ?? err)
+    return new SvcError('VALIDATION_FAILED', err.message, { cause: err })
+  }
+  return toSvcError(err)
+}
+
+/** A GraphQLError carrying an SvcError (for errors raised by the door itself). */
+export function graphqlErrorOf(err: SvcError): GraphQLError {
+  return new GraphQLError(err.message, { originalError: err, extensions: { code: err.code, name: err.name } })
+}
+
+/** The wire form of one error: message, locations, path and `extensions: { code, name }`. */
+export function formatError(err: GraphQLError): GraphQLFormattedError {
+  const svc = svcErrorOf(err)
+  return {
+    message: svc.code === 1009 ? 'internal error' : err.message,
+    ...(err.locations ? { locations: err.locations } : {}),
+    ...(err.path ? { path: err.path } : {}),
+    extensions: { code: svc.code, name: svc.name },
+  }
+}
+
+/** An execution result with its errors in wire form (data untouched). */
+export function formatResult<T extends { errors?: readonly GraphQLError[] | undefined }>(
+  result: T,
+): Omit<T, 'errors'> & { errors?: GraphQLFormattedError[] } {
+  const { errors, ...rest } = result
+  return errors && errors.length > 0 ? { ...rest, errors: errors.map(formatError) } : rest
+}
+
+/** The internal faults among `errors` (code 1009), for the log. */
+export function internalFaultsOf(errors: readonly GraphQLError[] | undefined): unknown[] {
+  return (errors ?? []).map(svcErrorOf).filter((e) => e.code === 1009).map((e) => e.cause ?? e)
+}

@@ -1,0 +1,438 @@
+import {
+  buildSchema, GraphQLError, Kind, valueFromASTUntyped,
+  type GraphQLFieldResolver, type GraphQLObjectType, type GraphQLScalarType, type GraphQLSchema, type ValueNode,
+} from 'graphql/index.js'
+import type { Logger } from 'pino'
+import {
+  fullRufidOf, requirePermission, unauthenticated,
+  type Engine, type ExecutionEvent, type ExecutionRecord, type FunctionTarget, type FunctionVersion, type Principal,
+  type Resolution, type SystemEvent,
+} from '../../engine/index.js'
+import { EventStream } from './event-stream.js'
+
+/**
+ * The GraphQL schema of service-spec §4.4. `Function` starts with exactly the fields of §2.2
+ * (`rufid` is the full RUFID, `shortRufid` its 12-character hash); the fields after `metrics` are
+ * this node's additions. Field names are camelCase; event payloads mirror `engine/events.ts`.
+ */
+export const SDL = /* GraphQL */ `
+"""Any JSON value (object, array, string, number, boolean or null)."""
+scalar JSON
+
+"""An ISO 8601 UTC timestamp, e.g. 2024-01-31T12:00:00.000Z."""
+scalar DateTime
+
+type Query {
+  """Resolves a RUFID (short hash, or full form rufid:<hash>:v<n>:<tenant>) in the caller's tenant."""
+  resolveRUFID(rufid: String!): RUFIDResolution
+  """The newest live version of each function of the caller's tenant, newest first."""
+  listFunctions(search: String, tags: [String], limit: Int = 20, offset: Int = 0): FunctionList
+  """Usage statistics of one function version."""
+  getFunctionMetrics(rufid: String!): FunctionMetrics
+}
+
+type Mutation {
+  """Publishes a function; identical content returns the existing version."""
+  createFunction(input: CreateFunctionInput!): Function
+  """Runs a function with named arguments (an object) or positional ones (an array)."""
+  executeFunction(rufid: String!, args: JSON!): ExecutionResult
+  """Deletes (tombstones) a version, or every live version of a hash; true when something was deleted."""
+  deleteFunction(rufid: String!): Boolean
+}
+
+type Subscription {
+  """Finished executions of the caller's tenant, optionally of one RUFID (short or full form)."""
+  functionExecutions(rufid: String): ExecutionEvent
+  """System events of the caller's tenant and node-wide ones (node started/stopping, peers)."""
+  systemEvents: SystemEvent
+}
+
+type Function {
+  """the full RUFID, rufid:<hash>:v<n>:<tenant>"""
+  rufid: String!
+  shortRufid: String!
+  name: String!
+  signature: String!
+  language: String!
+  """v<n>"""
+  version: String!
+  createdAt: DateTime!
+  metrics: FunctionMetrics
+  tags: [String!]!
+  description: String!
+  """SHA-256 hex of the function's canonical content"""
+  contentDigest: String!
+  author: String!
+  tenantId: String!
+  functionId: String!
+  importStatement: String!
+  shareUrl: String!
+  apiEndpoint: String!
+}
+
+type FunctionMetrics {
+  usageCount: Int!
+  avgExecutionTimeMs: Float!
+  """0 to 1"""
+  successRate: Float!
+}
+
+type RUFIDResolution {
+  functionId: String!
+  """the full RUFID of the resolved version"""
+  rufid: String!
+  shortRufid: String!
+  version: String!
+  accessible: Boolean!
+  cached: Boolean!
+  resolutionTimeMs: Float!
+  contentDigest: String!
+  manifest: JSON
+  lockfile: JSON
+  function: Function!
+}
+
+type Pagination {
+  total: Int!
+  limit: Int!
+  offset: Int!
+  """null on the last page"""
+  nextOffset: Int
+}
+
+type FunctionList {
+  items: [Function!]!
+  pagination: Pagination!
+}
+
+input CreateFunctionInput {
+  functionName: String!
+  sourceCode: String!
+  signature: String!
+  language: String!
+  description: String
+  tags: [String!]
+  """function.svc.json (service-spec §2.4)"""
+  manifest: JSON
+  """function.lock.json (service-spec §2.5); computed from the manifest when absent"""
+  lockfile: JSON
+}
+
+type ExecutionResult {
+  result: JSON
+  executionTimeMs: Float!
+  """success for a successful run (failed runs are errors 1004/1007)"""
+  status: String!
+  executionId: String!
+}
+
+type ExecutionEvent {
+  executionId: String!
+  rufid: String!
+  shortRufid: String!
+  version: String!
+  tenantId: String!
+  functionName: String!
+  """success, error or timeout"""
+  status: String!
+  executionTimeMs: Float!
+  errorCode: Int
+  timestamp: DateTime!
+}
+
+type SystemEvent {
+  """function.created, function.deleted, node.started, node.stopping, peer.joined, peer.left"""
+  type: String!
+  """null for node-wide events"""
+  tenantId: String
+  rufid: String
+  message: String!
+  timestamp: DateTime!
+  data: JSON!
+}
+`
+
+/** What every resolver gets: the caller (authenticated once per request or operation) and its address. */
+export interface GraphqlContext {
+  /** absent only for public introspection, which runs no resolver of ours */
+  principal: Principal | undefined
+  ip: string
+}
+
+export interface GraphqlComponents {
+  engine: Engine
+  logger: Logger
+}
+
+/** The audit (and metrics) operation name of each root field. */
+export const OPERATIONS: Readonly<Record<string, string>> = {
+  resolveRUFID: 'rufid.resolve',
+  listFunctions: 'rufid.list',
+  getFunctionMetrics: 'rufid.read',
+  createFunction: 'rufid.create',
+  executeFunction: 'rufid.execute',
+  deleteFunction: 'rufid.delete',
+  functionExecutions: 'events.executions',
+  systemEvents: 'events.system',
+}
+
+/** How many events a subscriber may fall behind before the oldest are dropped. */
+const SUBSCRIPTION_BUFFER = 256
+
+type Resolver = GraphQLFieldResolver<unknown, GraphqlContext, Record<string, unknown>>
+type FieldMap<TSource> = Record<string, (source: TSource, args: Record<string, unknown>, ctx: GraphqlContext) => unknown>
+
+/** Builds the schema with resolvers bound to one engine (one schema per door instance). */
+export function createGraphqlSchema({ engine, logger }: GraphqlComponents): GraphQLSchema {
+  const schema = buildSchema(SDL)
+  const { functions, executions, events } = engine
+
+  /** Runs one audited operation of the caller: the audit entry is written before the answer leaves. */
+  async function operate<T>(
+    ctx: GraphqlContext,
+    operation: string,
+    rufid: unknown,
+    work: (p: Principal, nameRufid: (rufid: string) => void) => Promise<T>,
+  ): Promise<T> {
+    const startedAt = performance.now()
+    let error: unknown
+    let named: string | null = typeof rufid === 'string' ? rufid : null
+    try {
+      if (ctx.principal === undefined) throw unauthenticated('credentials required: Authorization: Bearer <token>')
+      return await work(ctx.principal, (r) => (named = r))
+    } catch (err) {
+      error = err
+      throw err
+    } finally {
+      await engine.access
+        .audit({ operation, principal: ctx.principal, ip: ctx.ip, rufid: named, startedAt, error })
+        .catch((err: unknown) => logger.error({ err }, 'audit write failed'))
+    }
+  }
+
+  const stringArg = (args: Record<string, unknown>, name: string): string | undefined =>
+    typeof args[name] === 'string' ? (args[name] as string) : undefined
+
+  const query: FieldMap<unknown> = {
+    resolveRUFID: (_, args, ctx) =>
+      operate(ctx, OPERATIONS.resolveRUFID!, args.rufid, async (p) => functions.resolve(p, functions.target(p, args.rufid))),
+    listFunctions: (_, args, ctx) =>
+      operate(ctx, OPERATIONS.listFunctions!, null, async (p) => {
+        const tags = Array.isArray(args.tags) ? args.tags.filter((t): t is string => typeof t === 'string') : undefined
+        const page = await functions.list(p, {
+          search: stringArg(args, 'search'),
+          tags,
+          limit: typeof args.limit === 'number' ? args.limit : undefined,
+          offset: typeof args.offset === 'number' ? args.offset : undefined,
+        })
+        return page
+      }),
+    getFunctionMetrics: (_, args, ctx) =>
+      operate(ctx, OPERATIONS.getFunctionMetrics!, args.rufid, async (p) => {
+        const { fn } = await functions.resolve(p, functions.target(p, args.rufid))
+        return executions.usageOf(fn)
+      }),
+  }
+
+  const mutation: FieldMap<unknown> = {
+    createFunction: (_, args, ctx) =>
+      operate(ctx, OPERATIONS.createFunction!, null, async (p, nameRufid) => {
+        const input = (args.input ?? {}) as Record<string, unknown>
+        const result = await functions.create(p, dropUndefined({
+          function_name: input.functionName,
+          source_code: input.sourceCode,
+          signature: input.signature,
+          language: input.language,
+          description: input.description ?? undefined,
+          tags: input.tags ?? undefined,
+          manifest: input.manifest ?? undefined,
+          lockfile: input.lockfile ?? undefined,
+        }))
+        nameRufid(result.rufid)
+        return result.fn
+      }),
+    executeFunction: (_, args, ctx) =>
+      operate(ctx, OPERATIONS.executeFunction!, args.rufid, async (p) =>
+        executions.execute(p, functions.target(p, args.rufid), args.args)),
+    deleteFunction: (_, args, ctx) =>
+      operate(ctx, OPERATIONS.deleteFunction!, args.rufid, async (p) =>
+        (await functions.delete(p, functions.target(p, args.rufid))).length > 0),
+  }
+
+  const subscription: Record<string, { subscribe: Resolver; resolve: Resolver }> = {
+    functionExecutions: {
+      subscribe: (_, args, ctx) =>
+        operate(ctx, OPERATIONS.functionExecutions!, args.rufid ?? null, async (p) => {
+          requirePermission(p, 'rufid.read')
+          const target = args.rufid === undefined || args.rufid === null ? undefined : functions.target(p, args.rufid)
+          return EventStream.from<ExecutionEvent>((push) => {
+            const listener = (e: ExecutionEvent): void => {
+              if (e.tenant_id === p.tenant_id && matchesTarget(e, target)) push(e)
+            }
+            events.on('execution', listener)
+            return () => events.off('execution', listener)
+          }, SUBSCRIPTION_BUFFER)
+        }),
+      resolve: (event) => event,
+    },
+    systemEvents: {
+      subscribe: (_, _args, ctx) =>
+        operate(ctx, OPERATIONS.systemEvents!, null, async (p) => {
+          requirePermission(p, 'rufid.read')
+          return EventStream.from<SystemEvent>((push) => {
+            const listener = (e: SystemEvent): void => {
+              if (e.tenant_id === null || e.tenant_id === p.tenant_id) push(e)
+            }
+            events.on('system', listener)
+            return () => events.off('system', listener)
+          }, SUBSCRIPTION_BUFFER)
+        }),
+      resolve: (event) => event,
+    },
+  }
+
+  const fn: FieldMap<FunctionVersion> = {
+    rufid: (f) => fullRufidOf(f),
+    shortRufid: (f) => f.rufid_short,
+    name: (f) => f.function_name,
+    signature: (f) => f.signature,
+    language: (f) => f.language,
+    version: (f) => `v${f.version}`,
+    createdAt: (f) => f.created_at,
+    metrics: (f) => executions.usageOf(f),
+    tags: (f) => f.tags,
+    description: (f) => f.description,
+    contentDigest: (f) => f.content_digest,
+    author: (f) => f.author,
+    tenantId: (f) => f.tenant_id,
+    functionId: (f) => f.function_id,
+    importStatement: (f) => functions.describeCreation(f, false).import_statement,
+    shareUrl: (f) => functions.describeCreation(f, false).share_url,
+    apiEndpoint: (f) => functions.describeCreation(f, false).api_endpoint,
+  }
+
+  const metrics: FieldMap<{ usage_count: number; avg_execution_time_ms: number; success_rate: number }> = {
+    usageCount: (m) => m.usage_count,
+    avgExecutionTimeMs: (m) => m.avg_execution_time_ms,
+    successRate: (m) => m.success_rate,
+  }
+
+  const resolution: FieldMap<Resolution> = {
+    functionId: (r) => r.fn.function_id,
+    rufid: (r) => fullRufidOf(r.fn),
+    shortRufid: (r) => r.fn.rufid_short,
+    version: (r) => `v${r.fn.version}`,
+    accessible: () => true,
+    cached: (r) => r.cached,
+    resolutionTimeMs: (r) => Math.round(r.resolution_time_ms * 1000) / 1000,
+    contentDigest: (r) => r.fn.content_digest,
+    manifest: (r) => r.fn.manifest,
+    lockfile: (r) => r.fn.lockfile,
+    function: (r) => r.fn,
+  }
+
+  const pagination: FieldMap<{ total: number; limit: number; offset: number; next_offset: number | null }> = {
+    total: (p) => p.total,
+    limit: (p) => p.limit,
+    offset: (p) => p.offset,
+    nextOffset: (p) => p.next_offset,
+  }
+
+  const executionResult: FieldMap<ExecutionRecord> = {
+    result: (r) => r.result ?? null,
+    executionTimeMs: (r) => r.execution_time_ms ?? 0,
+    status: (r) => r.status,
+    executionId: (r) => r.execution_id,
+  }
+
+  const executionEvent: FieldMap<ExecutionEvent> = {
+    executionId: (e) => e.execution_id,
+    rufid: (e) => e.rufid,
+    shortRufid: (e) => e.rufid_short,
+    version: (e) => e.version,
+    tenantId: (e) => e.tenant_id,
+    functionName: (e) => e.function_name,
+    status: (e) => e.status,
+    executionTimeMs: (e) => e.execution_time_ms,
+    errorCode: (e) => e.error_code,
+    timestamp: (e) => e.timestamp,
+  }
+
+  const systemEvent: FieldMap<SystemEvent> = {
+    type: (e) => e.type,
+    tenantId: (e) => e.tenant_id,
+    rufid: (e) => e.rufid,
+    message: (e) => e.message,
+    timestamp: (e) => e.timestamp,
+    data: (e) => e.data,
+  }
+
+  bind(schema, 'Query', query)
+  bind(schema, 'Mutation', mutation)
+  bindSubscriptions(schema, subscription)
+  bind(schema, 'Function', fn)
+  bind(schema, 'FunctionMetrics', metrics)
+  bind(schema, 'RUFIDResolution', resolution)
+  bind(schema, 'Pagination', pagination)
+  bind(schema, 'ExecutionResult', executionResult)
+  bind(schema, 'ExecutionEvent', executionEvent)
+  bind(schema, 'SystemEvent', systemEvent)
+  defineScalars(schema)
+  return schema
+}
+
+function matchesTarget(e: ExecutionEvent, target: FunctionTarget | undefined): boolean {
+  if (target === undefined) return true
+  return e.rufid_short === target.short && (target.version === undefined || e.version === `v${target.version}`)
+}
+
+function dropUndefined(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
+}
+
+/** Attaches resolvers to a type of the SDL; a name the SDL lacks (or a field left unbound) is a startup error. */
+function bind<TSource>(schema: GraphQLSchema, typeName: string, resolvers: FieldMap<TSource>): void {
+  const type = schema.getType(typeName) as GraphQLObjectType | undefined
+  if (!type) throw new Error(`GraphQL SDL has no type ${typeName}`)
+  const fields = type.getFields()
+  for (const name of Object.keys(fields)) {
+    const resolve = resolvers[name]
+    if (!resolve) throw new Error(`GraphQL field ${typeName}.${name} has no resolver`)
+    fields[name]!.resolve = (source, args, ctx: GraphqlContext) => resolve(source as TSource, args as Record<string, unknown>, ctx)
+  }
+  for (const name of Object.keys(resolvers)) {
+    if (!fields[name]) throw new Error(`GraphQL SDL has no field ${typeName}.${name}`)
+  }
+}
+
+function bindSubscriptions(schema: GraphQLSchema, resolvers: Record<string, { subscribe: Resolver; resolve: Resolver }>): void {
+  const fields = schema.getSubscriptionType()!.getFields()
+  for (const [name, field] of Object.entries(fields)) {
+    const r = resolvers[name]
+    if (!r) throw new Error(`GraphQL subscription ${name} has no resolver`)
+    field.subscribe = r.subscribe
+    field.resolve = r.resolve
+  }
+}
+
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/
+
+function defineScalars(schema: GraphQLSchema): void {
+  const json = schema.getType('JSON') as GraphQLScalarType
+  json.serialize = (value) => value
+  json.parseValue = (value) => value
+  json.parseLiteral = (ast: ValueNode, variables) => valueFromASTUntyped(ast, variables)
+
+  const dateTime = schema.getType('DateTime') as GraphQLScalarType
+  const toIso = (value: unknown): string => {
+    const date = value instanceof Date ? value : typeof value === 'string' && ISO_UTC.test(value) ? new Date(value) : undefined
+    if (date === undefined || Number.isNaN(date.getTime())) throw new GraphQLError(`DateTime cannot represent ${JSON.stringify(value)}`)
+    return date.toISOString()
+  }
+  dateTime.serialize = toIso
+  dateTime.parseValue = toIso
+  dateTime.parseLiteral = (ast) => {
+    if (ast.kind !== Kind.STRING) throw new GraphQLError('DateTime must be an ISO 8601 string')
+    return toIso(ast.value)
+  }
+}

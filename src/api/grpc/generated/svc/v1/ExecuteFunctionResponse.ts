@@ -1,0 +1,28 @@
+// Original file: proto/svc/v1/svc_protocol.proto
+
+
+export interface ExecuteFunctionResponse {
+  /**
+   * the function's return value as JSON text (`null` when it returned nothing)
+   */
+  'result_json'?: (string);
+  'execution_time_ms'?: (number | string);
+  /**
+   * `success` (failed runs answer with an error status instead)
+   */
+  'status'?: (string);
+  'execution_id'?: (string);
+}
+
+export interface ExecuteFunctionResponse__Output {
+  /**
+   * the function's return value as JSON text (`null` when it returned nothing)
+   */
+  'result_json': (string);
+  'execution_time_ms': (number);
+  /**
+   * `success` (failed runs answer with an error status instead)
+   */
+  'status': (string);
+  'execution_id': (string);
+}

@@ -1,0 +1,60 @@
+// Original file: proto/svc/v1/svc_protocol.proto
+
+
+/**
+ * One finished execution (engine ExecutionEvent).
+ */
+export interface ExecutionEvent {
+  'execution_id'?: (string);
+  /**
+   * full RUFID
+   */
+  'rufid'?: (string);
+  'rufid_short'?: (string);
+  'version'?: (string);
+  'tenant_id'?: (string);
+  'function_name'?: (string);
+  /**
+   * `success`, `error` or `timeout`
+   */
+  'status'?: (string);
+  'execution_time_ms'?: (number | string);
+  /**
+   * svc error code of a failed run; unset on success
+   */
+  'error_code'?: (number);
+  /**
+   * ISO 8601 UTC time the execution finished
+   */
+  'timestamp'?: (string);
+  '_error_code'?: "error_code";
+}
+
+/**
+ * One finished execution (engine ExecutionEvent).
+ */
+export interface ExecutionEvent__Output {
+  'execution_id': (string);
+  /**
+   * full RUFID
+   */
+  'rufid': (string);
+  'rufid_short': (string);
+  'version': (string);
+  'tenant_id': (string);
+  'function_name': (string);
+  /**
+   * `success`, `error` or `timeout`
+   */
+  'status': (string);
+  'execution_time_ms': (number);
+  /**
+   * svc error code of a failed run; unset on success
+   */
+  'error_code'?: (number);
+  /**
+   * ISO 8601 UTC time the execution finished
+   */
+  'timestamp': (string);
+  '_error_code'?: "error_code";
+}

@@ -1,0 +1,135 @@
+import type { SecureContextOptions } from 'node:tls'
+import * as grpc from '@grpc/grpc-js'
+import { ReflectionService } from '@grpc/reflection'
+import { HealthImplementation } from 'grpc-health-check'
+import type { Logger } from 'pino'
+import { SvcError } from '../../core/errors.js'
+import type { Engine } from '../../engine/index.js'
+import { loadProtos, SERVICE_NAME } from './proto.js'
+import { reflectionDefinitionOf } from './reflection.js'
+import { svcProtocolHandlers } from './service.js'
+import { executionStreams } from './stream-executions.js'
+
+export interface GrpcServerInit {
+  host: string
+  /** 0 picks a free port (start() reports it) */
+  port: number
+  /** largest message received or sent; bigger ones are refused with RESOURCE_EXHAUSTED */
+  maxMessageBytes: number
+  /** TLS; with `clientCa`, a client certificate verified against it identifies the caller (mTLS) */
+  tls?: { cert: Buffer; key: Buffer; clientCa?: Buffer } | undefined
+  /** how long stop() lets running calls finish before it cancels them (default 5000) */
+  shutdownGraceMs?: number
+  /** events a slow StreamExecutions subscriber may have waiting before it is dropped (default 256) */
+  streamBufferEvents?: number
+}
+
+export interface GrpcServerComponents {
+  engine: Engine
+  logger: Logger
+}
+
+export interface GrpcServer {
+  /** Binds and serves; idempotent. Resolves with the bound port. */
+  start(): Promise<{ port: number }>
+  /**
+   * Health turns NOT_SERVING, open StreamExecutions end with UNAVAILABLE, running calls get
+   * `shutdownGraceMs` to finish, then the rest are cancelled.
+   */
+  stop(): Promise<void>
+}
+
+/**
+ * The gRPC door: `svc.v1.SvcProtocolService` plus the standard health service (`grpc.health.v1`,
+ * for "" and the svc service) and server reflection (v1 and v1alpha) over @grpc/grpc-js.
+ */
+export function createGrpcServer(init: GrpcServerInit, components: GrpcServerComponents): GrpcServer {
+  const logger = components.logger.child({ component: 'grpc' })
+  const door = { engine: components.engine, logger }
+  const { packageDefinition, proto } = loadProtos()
+  const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE_NAME]: 'NOT_SERVING' })
+  const streams = executionStreams(door, { maxBufferedEvents: init.streamBufferEvents ?? 256 })
+  let server: grpc.Server | undefined
+  let starting: Promise<{ port: number }> | undefined
+
+  const setHealth = (s: 'SERVING' | 'NOT_SERVING'): void => {
+    health.setStatus('', s)
+    health.setStatus(SERVICE_NAME, s)
+  }
+
+  return {
+    start() {
+      starting ??= (async () => {
+        const s = new grpc.Server({
+          'grpc.max_receive_message_length': init.maxMessageBytes,
+          'grpc.max_send_message_length': init.maxMessageBytes,
+          // dead peers (and their stream subscriptions) are noticed within a minute and a half
+          'grpc.keepalive_time_ms': 60_000,
+          'grpc.keepalive_timeout_ms': 20_000,
+        })
+        s.addService(proto.svc.v1.SvcProtocolService.service, svcProtocolHandlers(door, streams))
+        health.addToServer(s)
+        new ReflectionService(reflectionDefinitionOf(packageDefinition)).addToServer(s)
+        const address = `${init.host.includes(':') && !init.host.startsWith('[') ? `[${init.host}]` : init.host}:${init.port}`
+        const port = await new Promise<number>((resolve, reject) => {
+          s.bindAsync(address, serverCredentials(init.tls), (err, bound) => (err ? reject(err) : resolve(bound)))
+        })
+        server = s
+        streams.acceptNew()
+        setHealth('SERVING')
+        logger.info({ address: `${init.host}:${port}`, tls: init.tls !== undefined, mtls: init.tls?.clientCa !== undefined }, 'gRPC listening')
+        return { port }
+      })()
+      starting.catch(() => {
+        starting = undefined
+      })
+      return starting
+    },
+
+    async stop() {
+      if (starting === undefined) return
+      await starting.catch(() => undefined)
+      starting = undefined
+      const s = server
+      server = undefined
+      if (s === undefined) return
+      setHealth('NOT_SERVING')
+      streams.closeAll(new SvcError('SERVICE_UNAVAILABLE', 'the node is stopping'))
+      const graceMs = init.shutdownGraceMs ?? 5000
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          logger.warn({ graceMs }, 'gRPC calls still running at the shutdown deadline: cancelling them')
+          s.forceShutdown()
+          resolve()
+        }, graceMs)
+        s.tryShutdown(() => {
+          clearTimeout(timer)
+          resolve()
+        })
+      })
+      logger.info('gRPC stopped')
+    },
+  }
+}
+
+/**
+ * Insecure, TLS, or TLS with optional client certificates: like the REST door, a client without a
+ * (valid) certificate may still connect and present a bearer token; grpc-js reports a peer
+ * certificate only when it verified against `clientCa`.
+ */
+function serverCredentials(tls: GrpcServerInit['tls']): grpc.ServerCredentials {
+  if (!tls) return grpc.ServerCredentials.createInsecure()
+  if (!tls.clientCa) return grpc.ServerCredentials.createSsl(null, [{ private_key: tls.key, cert_chain: tls.cert }], false)
+  return new OptionalClientCertificateCredentials({ ca: tls.clientCa, cert: tls.cert, key: tls.key })
+}
+
+/** `createSsl(ca, pairs, true)` would refuse clients without a certificate; this one asks but does not insist. */
+class OptionalClientCertificateCredentials extends grpc.ServerCredentials {
+  constructor(context: SecureContextOptions) {
+    super({ requestCert: true, rejectUnauthorized: false }, context)
+  }
+
+  _equals(other: grpc.ServerCredentials): boolean {
+    return other === this
+  }
+}

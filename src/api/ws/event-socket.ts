@@ -1,0 +1,447 @@
+import { STATUS_CODES, type IncomingMessage, type Server as HttpServer } from 'node:http'
+import type { Server as HttpsServer } from 'node:https'
+import type { Duplex } from 'node:stream'
+import type { TLSSocket } from 'node:tls'
+import { WebSocketServer, type RawData, type WebSocket } from 'ws'
+import type { Logger } from 'pino'
+import { type ErrorName, SvcError, toSvcError, validationFailed } from '../../core/errors.js'
+import {
+  requirePermission,
+  type CredentialInput, type Engine, type ExecutionEvent, type FunctionTarget, type Principal, type SystemEvent,
+} from '../../engine/index.js'
+
+/**
+ * The WebSocket event manager at `/ws`: real-time execution and system events (service-spec §6).
+ *
+ * Connecting: `ws[s]://<node>/ws` with `Authorization: Bearer <key>` (and optionally
+ * `X-Svc-Namespace`). Browsers cannot set headers on a WebSocket, so `?token=<key>` (and
+ * `?namespace=<ns>`) are accepted too — the token then appears in URLs: prefer short-lived keys
+ * there and keep it out of proxy logs. A refused upgrade is an HTTP answer with the REST error body:
+ * 401 (no/invalid credentials), 403, 429 (rate limited, or the tenant already has
+ * `maxConnectionsPerTenant` sockets open; with Retry-After), 503 (shutting down).
+ *
+ * Protocol, JSON text frames:
+ *   client → `{"type":"subscribe","id":"1","channel":"executions","rufid":"<short or full, optional>"}`
+ *            `{"type":"subscribe","id":"2","channel":"system"}`
+ *            `{"type":"unsubscribe","id":"1"}`    `{"type":"ping"}`
+ *   server → `{"type":"subscribed","id":"1","channel":"executions"}` once the subscription is live
+ *            `{"type":"event","id":"1","channel":"executions","payload":{…ExecutionEvent…}}`
+ *            `{"type":"unsubscribed","id":"1"}`    `{"type":"pong"}`
+ *            `{"type":"error","id":"1","code":1006,"name":"VALIDATION_FAILED","message":"…"}`
+ *              (`id` when the error answers a message that had one)
+ * Event payloads are the engine's events (`engine/events.ts`, snake_case like REST). A connection
+ * sees only its tenant's events, plus node-wide system events (`tenant_id: null`). Each subscribe
+ * re-checks the credentials (so a revoked key stops subscribing) and is audited as `events.subscribe`.
+ *
+ * Limits per connection:
+ * - more than `maxMessagesPerSecond` client messages within one second closes it with 1008 (policy
+ *   violation); other connections are unaffected;
+ * - a frame larger than `maxPayloadBytes` closes it with 1009 (message too big);
+ * - back-pressure: when the socket has more than `maxBufferedBytes` queued unsent (the client reads
+ *   too slowly), events are not dropped silently: the connection is closed with 1013 (try again
+ *   later) and the client should reconnect and resubscribe;
+ * - at most MAX_SUBSCRIPTIONS_PER_CONNECTION subscriptions;
+ * - a connection that does not answer pings for one heartbeat interval is terminated.
+ */
+
+/** Settings of the event socket (config `ws.*`). */
+export interface EventSocketInit {
+  maxConnectionsPerTenant: number
+  maxMessagesPerSecond: number
+  maxBufferedBytes: number
+  maxPayloadBytes: number
+  /** ping interval; a connection without a pong since the previous ping is dropped (default 30 s) */
+  heartbeatIntervalMs?: number
+}
+
+export interface EventSocketComponents {
+  engine: Engine
+  logger: Logger
+}
+
+export const EVENT_SOCKET_PATH = '/ws'
+export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 100
+const MAX_ID_LENGTH = 128
+
+type Channel = 'executions' | 'system'
+
+interface Subscription {
+  channel: Channel
+  target?: FunctionTarget
+  /** false until the subscribe has been admitted (events are not sent before `subscribed`) */
+  live: boolean
+}
+
+interface Connection {
+  ws: WebSocket
+  principal: Principal
+  credentials: CredentialInput
+  subscriptions: Map<string, Subscription>
+  windowStartedAt: number
+  messagesInWindow: number
+  alive: boolean
+  closing: boolean
+}
+
+/** WebSocket close codes this manager uses. */
+const CLOSE = { goingAway: 1001, policyViolation: 1008, tryAgainLater: 1013 } as const
+
+/**
+ * Serves `/ws` on the node's HTTP(S) server through one `upgrade` listener that leaves other
+ * paths' sockets alone. `close()` stops accepting, closes every socket with 1001 and detaches
+ * from the event bus.
+ */
+export function attachEventSocket(
+  server: HttpServer | HttpsServer,
+  init: EventSocketInit,
+  components: EventSocketComponents,
+): { close(): Promise<void> } {
+  const { engine } = components
+  const logger = components.logger.child({ component: 'event-socket' })
+  const wss = new WebSocketServer({ noServer: true, maxPayload: init.maxPayloadBytes, clientTracking: false })
+  const byTenant = new Map<string, Set<Connection>>()
+  /** sockets per tenant, counted from the moment an upgrade is accepted until its TCP socket closes */
+  const reserved = new Map<string, number>()
+  let closed = false
+
+  const metric = (operation: string, error?: SvcError): void => {
+    engine.metrics.protocolRequests.inc({ protocol: 'ws', operation, status: error ? 'error' : 'success' })
+    if (error) engine.metrics.protocolErrors.inc({ protocol: 'ws', code: String(error.code) })
+  }
+  const audit = (operation: string, ip: string, startedAt: number, principal?: Principal, rufid?: unknown, error?: unknown): Promise<void> =>
+    engine.access
+      .audit({ operation, principal, ip, rufid: typeof rufid === 'string' ? rufid : null, startedAt, error })
+      .catch((err: unknown) => logger.error({ err }, 'audit write failed'))
+
+  // ---- connecting ----------------------------------------------------------------------------
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    if (url.pathname !== EVENT_SOCKET_PATH) return
+    socket.on('error', () => undefined)
+    admitUpgrade(req, socket, head, url).catch((err: unknown) => {
+      logger.error({ err }, 'event socket upgrade failed')
+      socket.destroy()
+    })
+  }
+
+  async function admitUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
+    const startedAt = performance.now()
+    const credentials = credentialsOf(req, url)
+    let principal: Principal
+    try {
+      principal = await engine.access.admit(credentials)
+      if (closed) throw new SvcError('SERVICE_UNAVAILABLE', 'the node is shutting down')
+      const open = reserved.get(principal.tenant_id) ?? 0
+      if (open >= init.maxConnectionsPerTenant) {
+        throw new SvcError('RATE_LIMITED', `tenant ${principal.tenant_id} already has ${open} event sockets open`, {
+          details: { limit: init.maxConnectionsPerTenant }, retryAfterSeconds: 5,
+        })
+      }
+    } catch (err) {
+      const e = toSvcError(err)
+      metric('events.connect', e)
+      await audit('events.connect', credentials.ip, startedAt, undefined, null, e)
+      rejectUpgrade(socket, e)
+      return
+    }
+    if (!socket.readable || !socket.writable) {
+      socket.destroy()
+      return
+    }
+    const tenant = principal.tenant_id
+    reserved.set(tenant, (reserved.get(tenant) ?? 0) + 1)
+    socket.once('close', () => {
+      const n = (reserved.get(tenant) ?? 1) - 1
+      if (n <= 0) reserved.delete(tenant)
+      else reserved.set(tenant, n)
+    })
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      metric('events.connect')
+      accept(ws, principal, credentials)
+    })
+  }
+
+  function accept(ws: WebSocket, principal: Principal, credentials: CredentialInput): void {
+    const conn: Connection = {
+      ws, principal, credentials,
+      subscriptions: new Map(),
+      windowStartedAt: performance.now(),
+      messagesInWindow: 0,
+      alive: true,
+      closing: false,
+    }
+    let peers = byTenant.get(principal.tenant_id)
+    if (!peers) byTenant.set(principal.tenant_id, (peers = new Set()))
+    peers.add(conn)
+    ws.on('pong', () => (conn.alive = true))
+    ws.on('error', (err) => logger.debug({ err }, 'event socket error'))
+    ws.on('close', () => {
+      conn.closing = true
+      conn.subscriptions.clear()
+      const set = byTenant.get(principal.tenant_id)
+      set?.delete(conn)
+      if (set?.size === 0) byTenant.delete(principal.tenant_id)
+    })
+    ws.on('message', (data, isBinary) => onMessage(conn, data, isBinary))
+    if (closed) closeConnection(conn, CLOSE.goingAway, 'server shutting down')
+  }
+
+  // ---- client messages ------------------------------------------------------------------------
+
+  function onMessage(conn: Connection, data: RawData, isBinary: boolean): void {
+    if (conn.closing) return
+    const now = performance.now()
+    if (now - conn.windowStartedAt >= 1000) {
+      conn.windowStartedAt = now
+      conn.messagesInWindow = 0
+    }
+    if (++conn.messagesInWindow > init.maxMessagesPerSecond) {
+      metric('events.message', new SvcError('RATE_LIMITED', 'message rate exceeded'))
+      closeConnection(conn, CLOSE.policyViolation, `more than ${init.maxMessagesPerSecond} messages per second`)
+      return
+    }
+    if (isBinary) {
+      sendError(conn, undefined, validationFailed('binary frames are not supported; send JSON text frames'))
+      return
+    }
+    let message: unknown
+    try {
+      message = JSON.parse(rawText(data))
+    } catch {
+      sendError(conn, undefined, validationFailed('a message must be a JSON object'))
+      return
+    }
+    if (message === null || typeof message !== 'object' || Array.isArray(message)) {
+      sendError(conn, undefined, validationFailed('a message must be a JSON object'))
+      return
+    }
+    const m = message as Record<string, unknown>
+    const id = typeof m.id === 'string' ? m.id : undefined
+    switch (m.type) {
+      case 'ping':
+        send(conn, id === undefined ? { type: 'pong' } : { type: 'pong', id })
+        return
+      case 'subscribe':
+        void subscribe(conn, m)
+        return
+      case 'unsubscribe':
+        if (id === undefined || !conn.subscriptions.delete(id)) {
+          sendError(conn, id, validationFailed(`no subscription with id ${JSON.stringify(m.id)}`))
+          return
+        }
+        send(conn, { type: 'unsubscribed', id })
+        return
+      default:
+        sendError(conn, id, validationFailed(`unknown message type ${JSON.stringify(m.type)}; expected subscribe, unsubscribe or ping`))
+    }
+  }
+
+  async function subscribe(conn: Connection, m: Record<string, unknown>): Promise<void> {
+    const startedAt = performance.now()
+    const id = m.id
+    if (typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH) {
+      sendError(conn, undefined, validationFailed(`subscribe needs an id: a string of 1–${MAX_ID_LENGTH} characters`))
+      return
+    }
+    if (m.channel !== 'executions' && m.channel !== 'system') {
+      sendError(conn, id, validationFailed('channel must be "executions" or "system"'))
+      return
+    }
+    if (conn.subscriptions.has(id)) {
+      sendError(conn, id, validationFailed(`subscription id ${id} is already in use`))
+      return
+    }
+    if (conn.subscriptions.size >= MAX_SUBSCRIPTIONS_PER_CONNECTION) {
+      sendError(conn, id, validationFailed(`at most ${MAX_SUBSCRIPTIONS_PER_CONNECTION} subscriptions per connection`))
+      return
+    }
+    const channel: Channel = m.channel
+    const sub: Subscription = { channel, live: false }
+    conn.subscriptions.set(id, sub)
+    let principal: Principal | undefined
+    try {
+      // each subscribe re-checks the credentials (revoked keys) and charges the rate limits
+      principal = await engine.access.admit(conn.credentials)
+      if (principal.tenant_id !== conn.principal.tenant_id) throw new SvcError('PERMISSION_DENIED', 'credentials changed tenant')
+      requirePermission(principal, 'rufid.read')
+      if (channel === 'executions' && m.rufid !== undefined && m.rufid !== null) {
+        sub.target = engine.functions.target(principal, m.rufid)
+      } else if (channel === 'system' && m.rufid !== undefined) {
+        throw validationFailed('the system channel takes no rufid')
+      }
+    } catch (err) {
+      const e = toSvcError(err)
+      if (conn.subscriptions.get(id) === sub) conn.subscriptions.delete(id)
+      metric('events.subscribe', e)
+      await audit('events.subscribe', conn.credentials.ip, startedAt, principal, m.rufid, e)
+      sendError(conn, id, e)
+      return
+    }
+    metric('events.subscribe')
+    await audit('events.subscribe', conn.credentials.ip, startedAt, principal, m.rufid)
+    // unsubscribed (or closed) while being admitted
+    if (conn.subscriptions.get(id) !== sub) return
+    sub.live = true
+    send(conn, { type: 'subscribed', id, channel })
+  }
+
+  // ---- events ----------------------------------------------------------------------------------
+
+  const onExecution = (event: ExecutionEvent): void => {
+    for (const conn of byTenant.get(event.tenant_id) ?? []) {
+      for (const [id, sub] of conn.subscriptions) {
+        if (sub.live && sub.channel === 'executions' && matchesTarget(event, sub.target)) {
+          deliver(conn, { type: 'event', id, channel: 'executions', payload: event })
+        }
+      }
+    }
+  }
+  const onSystem = (event: SystemEvent): void => {
+    const targets = event.tenant_id === null ? [...byTenant.values()].flatMap((s) => [...s]) : [...(byTenant.get(event.tenant_id) ?? [])]
+    for (const conn of targets) {
+      for (const [id, sub] of conn.subscriptions) {
+        if (sub.live && sub.channel === 'system') deliver(conn, { type: 'event', id, channel: 'system', payload: event })
+      }
+    }
+  }
+  engine.events.on('execution', onExecution)
+  engine.events.on('system', onSystem)
+
+  /** Sends an event unless the client has fallen behind: then the connection is closed (1013). */
+  function deliver(conn: Connection, frame: Record<string, unknown>): void {
+    if (conn.closing) return
+    if (conn.ws.bufferedAmount > init.maxBufferedBytes) {
+      logger.warn({ tenant: conn.principal.tenant_id, buffered: conn.ws.bufferedAmount }, 'event socket client too slow; closing it')
+      metric('events.deliver', new SvcError('RATE_LIMITED', 'slow consumer'))
+      closeConnection(conn, CLOSE.tryAgainLater, 'client too slow: send buffer limit exceeded')
+      return
+    }
+    send(conn, frame)
+  }
+
+  function send(conn: Connection, frame: Record<string, unknown>): void {
+    if (conn.closing || conn.ws.readyState !== conn.ws.OPEN) return
+    conn.ws.send(JSON.stringify(frame))
+  }
+
+  function sendError(conn: Connection, id: string | undefined, err: SvcError): void {
+    send(conn, {
+      type: 'error',
+      ...(id === undefined ? {} : { id }),
+      code: err.code,
+      name: err.name satisfies ErrorName,
+      message: err.code === 1009 ? 'internal error' : err.message,
+    })
+  }
+
+  function closeConnection(conn: Connection, code: number, reason: string): void {
+    if (conn.closing) return
+    conn.closing = true
+    conn.subscriptions.clear()
+    conn.ws.close(code, reason)
+  }
+
+  // ---- liveness and shutdown -----------------------------------------------------------------
+
+  const heartbeat = setInterval(() => {
+    for (const set of byTenant.values()) {
+      for (const conn of set) {
+        if (!conn.alive) {
+          conn.ws.terminate()
+          continue
+        }
+        conn.alive = false
+        conn.ws.ping()
+      }
+    }
+  }, init.heartbeatIntervalMs ?? 30_000)
+  heartbeat.unref()
+
+  server.on('upgrade', onUpgrade)
+
+  let closing: Promise<void> | undefined
+  return {
+    close() {
+      closing ??= (async () => {
+        closed = true
+        server.off('upgrade', onUpgrade)
+        clearInterval(heartbeat)
+        engine.events.off('execution', onExecution)
+        engine.events.off('system', onSystem)
+        const all = [...byTenant.values()].flatMap((s) => [...s])
+        await Promise.all(all.map((conn) => new Promise<void>((resolve) => {
+          if (conn.ws.readyState === conn.ws.CLOSED) return resolve()
+          const timer = setTimeout(() => conn.ws.terminate(), 2000)
+          conn.ws.once('close', () => {
+            clearTimeout(timer)
+            resolve()
+          })
+          closeConnection(conn, CLOSE.goingAway, 'server shutting down')
+        })))
+        await new Promise<void>((resolve) => wss.close(() => resolve()))
+      })()
+      return closing
+    },
+  }
+}
+
+function matchesTarget(e: ExecutionEvent, target: FunctionTarget | undefined): boolean {
+  if (target === undefined) return true
+  return e.rufid_short === target.short && (target.version === undefined || e.version === `v${target.version}`)
+}
+
+function rawText(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8')
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8')
+  return Buffer.from(data).toString('utf8')
+}
+
+function credentialsOf(req: IncomingMessage, url: URL): CredentialInput {
+  const header = (name: string): string | undefined => {
+    const v = req.headers[name]
+    return typeof v === 'string' && v !== '' ? v : undefined
+  }
+  const token = url.searchParams.get('token')
+  const socket = req.socket as Partial<TLSSocket>
+  const cert = socket.authorized && typeof socket.getPeerCertificate === 'function' ? socket.getPeerCertificate() : undefined
+  return {
+    authorization: header('authorization') ?? (token ? `Bearer ${token}` : undefined),
+    namespace: header('x-svc-namespace') ?? (url.searchParams.get('namespace') || undefined),
+    ip: req.socket.remoteAddress ?? '',
+    clientCertificate: cert && cert.subject
+      ? { subject: Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join('\n'), fingerprint256: cert.fingerprint256 }
+      : undefined,
+  }
+}
+
+/** HTTP status of a refused upgrade (this door's one mapping of svc codes). */
+function upgradeStatusOf(err: SvcError): number {
+  if (err.reason === 'unauthenticated') return 401
+  switch (err.code) {
+    case 1003: return 403
+    case 1005: return 429
+    case 1006: return 400
+    case 1010: return 503
+    default: return 500
+  }
+}
+
+/** Answers a refused upgrade with an HTTP response carrying the REST error body, then closes. */
+function rejectUpgrade(socket: Duplex, err: SvcError): void {
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  const status = upgradeStatusOf(err)
+  const body = JSON.stringify({ error: err.code === 1009 ? { ...err.toJSON(), message: 'internal error', details: {} } : err.toJSON() })
+  const headers = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`,
+    'Content-Type: application/json',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+    ...(status === 401 ? ['WWW-Authenticate: Bearer'] : []),
+    ...(err.retryAfterSeconds !== undefined ? [`Retry-After: ${Math.ceil(err.retryAfterSeconds)}`] : []),
+  ]
+  socket.end(`${headers.join('\r\n')}\r\n\r\n${body}`)
+}
