@@ -437,6 +437,32 @@ func (c *Client) CreateAPIKey(ctx context.Context, req APIKeyRequest) (*APIKey, 
 	return &out, nil
 }
 
+// ListAPIKeys lists the keys of the caller's tenant, without secrets (GET /api/v1/auth/v2/api-keys,
+// admin).
+func (c *Client) ListAPIKeys(ctx context.Context) ([]APIKeyInfo, error) {
+	var out struct {
+		Items []APIKeyInfo `json:"items"`
+	}
+	if _, err := c.do(ctx, http.MethodGet, "/api/v1/auth/v2/api-keys", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Items, nil
+}
+
+// RevokeAPIKey revokes a key by its id (DELETE /api/v1/auth/v2/api-keys/{key_id}, admin); the key
+// is refused (401) from then on.
+func (c *Client) RevokeAPIKey(ctx context.Context, keyID string) (*RevokedAPIKey, error) {
+	p, err := idPath("key id", keyID)
+	if err != nil {
+		return nil, err
+	}
+	var out RevokedAPIKey
+	if _, err := c.do(ctx, http.MethodDelete, "/api/v1/auth/v2/api-keys/"+p, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // ExecuteNative runs a function through the native endpoint (POST /api/v1/execution/execute).
 // When the RUFID is unknown and SourceCode hashes to it, the server registers it first.
 func (c *Client) ExecuteNative(ctx context.Context, req NativeExecuteRequest) (*NativeExecuteResponse, error) {

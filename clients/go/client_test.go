@@ -931,3 +931,27 @@ func TestFunctionCallFailedStatusIn2xx(t *testing.T) {
 		t.Errorf("err = %#v", err)
 	}
 }
+
+func TestListAndRevokeAPIKeys(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		if r.Method == http.MethodGet {
+			_, _ = io.WriteString(w, `{"items":[{"key_id":"k1","name":"ci","tenant_id":"acme","scopes":["admin"],"created_at":"t1","expires_at":"t2"}]}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"key_id":"k1","revoked_at":"t3"}`)
+	})
+	admin := svc.New(s.URL, svc.WithToken("admin-key"))
+	keys, err := admin.ListAPIKeys(context.Background())
+	if err != nil || len(keys) != 1 || keys[0].KeyID != "k1" || keys[0].TenantID != "acme" || keys[0].CreatedAt != "t1" {
+		t.Fatalf("ListAPIKeys = %+v, %v", keys, err)
+	}
+	checkRequest(t, s.last(t), "GET", "/api/v1/auth/v2/api-keys", "")
+	revoked, err := admin.RevokeAPIKey(context.Background(), "k1")
+	if err != nil || revoked.KeyID != "k1" || revoked.RevokedAt != "t3" {
+		t.Fatalf("RevokeAPIKey = %+v, %v", revoked, err)
+	}
+	checkRequest(t, s.last(t), "DELETE", "/api/v1/auth/v2/api-keys/k1", "")
+	if _, err := admin.RevokeAPIKey(context.Background(), " "); !svc.IsValidationFailed(err) {
+		t.Fatalf("RevokeAPIKey of an empty id: %v", err)
+	}
+}

@@ -39,7 +39,7 @@ func fakeNode() *httptest.Server {
 			functions[rc.RUFIDShort] = stored{req}
 			w.WriteHeader(201)
 			_ = enc.Encode(svc.CreateResponse{
-				RUFID: svc.FormatRUFID(rc.RUFIDShort, 1, "demo"), RUFIDShort: rc.RUFIDShort, Version: "v1",
+				RUFID: svc.FormatRUFID(rc.RUFIDShort, 1, "default"), RUFIDShort: rc.RUFIDShort, Version: "v1",
 				ContentDigest: rc.ContentDigest, Created: true,
 				ImportStatement: fmt.Sprintf("client.Function(%q)", rc.RUFIDShort),
 				APIEndpoint:     "/api/v1/functions/" + rc.RUFIDShort + "/execute",
@@ -52,7 +52,7 @@ func fakeNode() *httptest.Server {
 				writeErr(w, 404, svc.CodeRUFIDNotFound, "no function "+req.RUFID)
 				return
 			}
-			_ = enc.Encode(svc.ResolveResponse{FunctionID: "fn-" + req.RUFID, RUFID: svc.FormatRUFID(req.RUFID, 1, "demo"),
+			_ = enc.Encode(svc.ResolveResponse{FunctionID: "fn-" + req.RUFID, RUFID: svc.FormatRUFID(req.RUFID, 1, "default"),
 				Version: "v1", Accessible: true, FunctionName: fn.req.FunctionName, Signature: fn.req.Signature, Language: fn.req.Language})
 		case strings.HasSuffix(r.URL.Path, "/execute"):
 			short := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/v1/functions/"), "/execute")
@@ -81,14 +81,14 @@ func fakeNode() *httptest.Server {
 func Example() {
 	node := fakeNode() // in real use: svc.NewFromEnv(), or svc.New("http://127.0.0.1:8080", ...)
 	defer node.Close()
-	client := svc.New(node.URL, svc.WithToken("my-api-key"), svc.WithNamespace("demo"))
+	client := svc.New(node.URL, svc.WithToken("my-api-key"))
 	ctx := context.Background()
 
 	created, err := client.Create(ctx, svc.CreateRequest{
 		FunctionName: "add",
 		Signature:    "(a, b)",
-		Language:     "python",
-		SourceCode:   "def add(a, b):\n    return a + b\n",
+		Language:     "javascript",
+		SourceCode:   "function add(a, b) {\n  return a + b\n}\n",
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -114,7 +114,7 @@ func Example() {
 	}
 	fmt.Println(sum)
 	// Output:
-	// tUwBWSc8Nozv rufid:tUwBWSc8Nozv:v1:demo
+	// U0muCVj82BcK rufid:U0muCVj82BcK:v1:default
 	// add (a, b) v1
 	// success 3
 	// 5
@@ -127,7 +127,7 @@ func ExampleFunction_Call() {
 	ctx := context.Background()
 
 	created, err := client.Create(ctx, svc.CreateRequest{
-		FunctionName: "add", Signature: "(a, b)", Language: "python", SourceCode: "def add(a, b):\n    return a + b\n",
+		FunctionName: "add", Signature: "(a, b)", Language: "javascript", SourceCode: "function add(a, b) {\n  return a + b\n}\n",
 	})
 	if err != nil {
 		log.Fatal(err)

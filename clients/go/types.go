@@ -46,7 +46,8 @@ type resolveRequest struct {
 // ResolveResponse is the answer to Resolve (service-spec §2.7, plus manifest and lockfile).
 type ResolveResponse struct {
 	FunctionID       string         `json:"function_id"`
-	RUFID            string         `json:"rufid"`
+	RUFID            string         `json:"rufid"`       // full form
+	RUFIDShort       string         `json:"rufid_short"` // 12 characters
 	Version          string         `json:"version"`
 	Accessible       bool           `json:"accessible"`
 	Cached           bool           `json:"cached"`
@@ -55,6 +56,7 @@ type ResolveResponse struct {
 	FunctionName     string         `json:"function_name"`
 	Signature        string         `json:"signature"`
 	Language         string         `json:"language"`
+	CreatedAt        string         `json:"created_at"`
 	Manifest         map[string]any `json:"manifest"`
 	Lockfile         map[string]any `json:"lockfile"`
 }
@@ -132,7 +134,8 @@ type FunctionMetrics struct {
 // FunctionInfo is a function's metadata (service-spec §2.2), as returned by GetFunction and in
 // listings. Fields a server does not send stay zero.
 type FunctionInfo struct {
-	RUFID         string           `json:"rufid"`
+	RUFID         string           `json:"rufid"`      // short form
+	FullRUFID     string           `json:"full_rufid"` // rufid:<short>:v<n>:<tenant>
 	FunctionName  string           `json:"function_name"`
 	Signature     string           `json:"signature"`
 	Language      string           `json:"language"`
@@ -240,7 +243,7 @@ type Execution struct {
 	RUFID           string          `json:"rufid"`
 	RUFIDShort      string          `json:"rufid_short,omitempty"`
 	Version         string          `json:"version,omitempty"` // "v<n>" (a bare number is read as v<n>)
-	TenantID        string          `json:"tenant_id,omitempty"`
+	TenantID        string          `json:"tenant,omitempty"`  // the record's field is named "tenant"
 	FunctionName    string          `json:"function_name,omitempty"`
 	Language        string          `json:"language,omitempty"`
 	Status          string          `json:"status"`
@@ -304,6 +307,7 @@ func (e *Execution) Err() error {
 // ExecutionLogs is the answer to ExecutionLogs. A bare JSON array of lines is also accepted.
 type ExecutionLogs struct {
 	ExecutionID string    `json:"execution_id"`
+	Status      string    `json:"status,omitempty"`
 	Logs        []LogLine `json:"logs"`
 	Truncated   bool      `json:"truncated,omitempty"`
 }
@@ -389,8 +393,27 @@ type APIKey struct {
 	APIKey    string   `json:"api_key"`
 	KeyID     string   `json:"key_id"`
 	Name      string   `json:"name"`
+	TenantID  string   `json:"tenant_id"`
 	Scopes    []string `json:"scopes"`
 	ExpiresAt string   `json:"expires_at"`
+}
+
+// APIKeyInfo is a key as ListAPIKeys shows it: never its secret.
+type APIKeyInfo struct {
+	KeyID     string   `json:"key_id"`
+	Name      string   `json:"name"`
+	TenantID  string   `json:"tenant_id"`
+	Scopes    []string `json:"scopes"`
+	CreatedAt string   `json:"created_at"`
+	CreatedBy string   `json:"created_by,omitempty"`
+	ExpiresAt string   `json:"expires_at"`
+	RevokedAt string   `json:"revoked_at,omitempty"`
+}
+
+// RevokedAPIKey is the answer to RevokeAPIKey.
+type RevokedAPIKey struct {
+	KeyID     string `json:"key_id"`
+	RevokedAt string `json:"revoked_at"`
 }
 
 // NativeExecuteRequest is the body of POST /api/v1/execution/execute.

@@ -353,10 +353,21 @@ class Client:
 
     def create_api_key(self, name: str, scopes: Iterable[str], expires_days: Optional[int] = None) -> Dict[str, Any]:
         """POST /api/v1/auth/v2/api-keys (the client's token must be an admin key) →
-        ``{api_key, key_id, name, scopes, expires_at}``. The key value is shown only once."""
+        ``{api_key, key_id, name, tenant_id, scopes, expires_at}``. The key value is shown only once."""
         body: Dict[str, Any] = {"name": name, "scopes": list(scopes)}
         _put(body, "expires_days", expires_days)
         return self.request("POST", "/api/v1/auth/v2/api-keys", body)
+
+    def list_api_keys(self) -> List[Dict[str, Any]]:
+        """GET /api/v1/auth/v2/api-keys (admin) → the tenant's keys, without secrets:
+        ``[{key_id, name, tenant_id, scopes, created_at, created_by, expires_at}]``."""
+        answer = self.request("GET", "/api/v1/auth/v2/api-keys")
+        return list(answer.get("items", [])) if isinstance(answer, dict) else []
+
+    def revoke_api_key(self, key_id: str) -> Dict[str, Any]:
+        """DELETE /api/v1/auth/v2/api-keys/{key_id} (admin) → ``{key_id, revoked_at}``; the key is
+        refused (401) from then on."""
+        return self.request("DELETE", "/api/v1/auth/v2/api-keys/%s" % _segment(key_id))
 
     def execute_native(
         self,

@@ -246,6 +246,19 @@ def test_create_api_key(node):
     assert node.last.body == {"name": "ci2", "scopes": ["admin"]}
 
 
+def test_list_and_revoke_api_keys(node):
+    admin = svc.Client(node.url, token="admin-key")
+    keys = [{"key_id": "k1", "name": "ci", "tenant_id": "acme", "scopes": ["admin"], "created_at": "t",
+             "expires_at": "t2"}]
+    node.reply("GET", "/api/v1/auth/v2/api-keys", 200, {"items": keys})
+    node.reply("DELETE", "/api/v1/auth/v2/api-keys/k1", 200, {"key_id": "k1", "revoked_at": "t3"})
+    assert admin.list_api_keys() == keys
+    assert admin.revoke_api_key("k1") == {"key_id": "k1", "revoked_at": "t3"}
+    assert (node.last.method, node.last.path) == ("DELETE", "/api/v1/auth/v2/api-keys/k1")
+    with pytest.raises(ValueError):
+        admin.revoke_api_key("")
+
+
 def test_execute_native(node, client):
     node.reply("POST", "/api/v1/execution/execute", 200, {"execution_id": "n1", "execution_time_ms": 2})
     client.execute_native("rufid:" + SHORT, {"a": 1}, function_name="add", namespace="ns", source_code="src")

@@ -1,0 +1,273 @@
+/**
+ * Request and response shapes of the node's REST door (README "REST endpoints", decisions.md
+ * "`/v1` group field names", "Execution record", "Native test mode"). Field names are the wire
+ * names (snake_case). Answers may carry more fields than listed here.
+ */
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+
+/** Named arguments (matched to the signature's parameters) or positional ones. */
+export type ExecutionArguments = Record<string, unknown> | unknown[]
+
+export interface FunctionLimits {
+  timeout_ms?: number
+  memory_mb?: number
+  cpu_ms?: number
+}
+
+/** `POST /api/v1/functions/create` (service-spec §2.3). */
+export interface CreateFunctionInput {
+  function_name: string
+  source_code: string
+  signature: string
+  language: string
+  description?: string
+  tags?: string[]
+  manifest?: Record<string, unknown>
+  lockfile?: Record<string, unknown>
+  limits?: FunctionLimits
+  [extra: string]: unknown
+}
+
+export interface CreateFunctionResponse {
+  /** full form `rufid:<hash>:v<n>:<tenant>` */
+  rufid: string
+  rufid_short: string
+  version: string
+  content_digest: string
+  import_statement: string
+  share_url: string
+  api_endpoint: string
+  /** false when identical content already existed (HTTP 200 instead of 201) */
+  created: boolean
+}
+
+/** `POST /v1/functions`; `source` is the raw text (sent base64-encoded). */
+export interface PublishInput {
+  name: string
+  /** language plus version, e.g. `javascript` or `nodejs20` */
+  runtime: string
+  source: string | Uint8Array
+  description?: string
+  tags?: string[]
+}
+
+export interface PublishResponse {
+  rufid: string
+  rufid_short: string
+  version: string
+  import_statement: string
+  share_url: string
+}
+
+/** `POST /api/v1/functions/resolve` (service-spec §2.7 plus the definition). */
+export interface Resolution {
+  function_id: string
+  rufid: string
+  rufid_short: string
+  version: string
+  accessible: boolean
+  cached: boolean
+  resolution_time_ms: number
+  content_digest: string
+  function_name: string
+  signature: string
+  language: string
+  created_at: string
+  manifest: Record<string, unknown> | null
+  lockfile: Record<string, unknown> | null
+}
+
+/** `POST /api/v1/functions/{rufid}/execute`. */
+export interface ExecuteResponse<R = unknown> {
+  result: R
+  execution_time_ms: number
+  status: string
+  execution_id: string
+}
+
+/** `POST /v1/functions/{rufid}/executions` (202). */
+export interface ExecutionRef {
+  execution_id: string
+  status: ExecutionStatus
+}
+
+export type ExecutionStatus = 'queued' | 'running' | 'success' | 'error' | 'timeout'
+
+/** `GET /v1/executions/{id}`. */
+export interface ExecutionRecord<R = unknown> {
+  execution_id: string
+  rufid: string
+  version: string
+  tenant: string
+  function_name: string
+  language: string
+  status: ExecutionStatus
+  started_at: string
+  finished_at: string | null
+  execution_time_ms: number | null
+  cpu_time_ms: number | null
+  memory_bytes: number | null
+  result?: R
+  error?: { code: number; name: string; message: string; details?: Record<string, unknown> }
+  logs: unknown[]
+}
+
+/** `GET /v1/executions/{id}/logs`. */
+export interface ExecutionLogs {
+  execution_id: string
+  status: ExecutionStatus
+  logs: unknown[]
+}
+
+export interface UsageMetrics {
+  usage_count: number
+  avg_execution_time_ms: number
+  success_rate: number
+}
+
+/** Function metadata (service-spec §2.2; `rufid` is the short form). */
+export interface FunctionMetadata {
+  rufid: string
+  full_rufid: string
+  function_name: string
+  signature: string
+  language: string
+  version: string
+  created_at: string
+  author: string
+  tenant_id: string
+  description: string
+  tags: string[]
+  dependencies: string[]
+  content_digest: string
+  metrics?: UsageMetrics
+}
+
+export interface Pagination {
+  total: number
+  limit: number
+  offset: number
+  next_offset: number | null
+}
+
+export interface FunctionList {
+  items: FunctionMetadata[]
+  pagination: Pagination
+}
+
+export interface ListOptions {
+  search?: string
+  tags?: string[]
+  limit?: number
+  offset?: number
+}
+
+export interface SearchOptions {
+  language?: string
+  tags?: string[]
+  limit?: number
+  offset?: number
+}
+
+/** `GET /v1/marketplace/functions/search`. */
+export interface SearchResult {
+  items: FunctionMetadata[]
+  pagination: Pagination
+  aggregations: {
+    language: Record<string, number>
+    tags: Record<string, number>
+    author: Record<string, number>
+  }
+}
+
+/** `GET /v1/telemetry/functions/{rufid}?window=`. */
+export interface Telemetry {
+  rufid: string
+  window: string
+  executions: number
+  latency_ms: { p50: number; p95: number; p99: number; max: number }
+  error_rate: number
+  cost: { cpu_ms_total: number; cpu_ms_avg: number; memory_bytes_avg: number }
+}
+
+export interface DeleteResponse {
+  /** the full RUFIDs tombstoned */
+  deleted: string[]
+}
+
+/** `POST /api/v1/auth/v2/api-keys`. */
+export interface ApiKeyRequest {
+  name: string
+  /** `functions:create`, `functions:read`, `functions:execute`, `functions:delete`, `admin` */
+  scopes: string[]
+  expires_days?: number
+}
+
+/** The minted key; `api_key` is shown this once. */
+export interface MintedApiKey {
+  api_key: string
+  key_id: string
+  name: string
+  tenant_id: string
+  scopes: string[]
+  expires_at: string
+}
+
+export interface ApiKeyInfo {
+  key_id: string
+  name: string
+  tenant_id: string
+  scopes: string[]
+  created_at: string
+  created_by?: string
+  expires_at: string
+  revoked_at?: string
+}
+
+export interface RevokedApiKey {
+  key_id: string
+  revoked_at: string
+}
+
+/** `POST /api/v1/execution/execute` (native test mode). */
+export interface NativeExecuteInput {
+  /** `rufid:<hash>` */
+  rufid: string
+  function_name?: string
+  namespace?: string
+  source_code?: string
+  input_data?: ExecutionArguments
+  signature?: string
+  language?: string
+}
+
+export interface NativeExecuteResponse<R = unknown> extends ExecuteResponse<R> {
+  rufid: string
+  registered: boolean
+  timing: { execution_time_ms: number; cpu_time_ms: number; total_time_ms: number }
+}
+
+/** One finished execution, as the `/ws` `executions` channel sends it (`engine/events.ts`). */
+export interface ExecutionEvent {
+  execution_id: string
+  rufid: string
+  rufid_short: string
+  version: string
+  tenant_id: string
+  function_name: string
+  status: string
+  execution_time_ms: number
+  error_code: number | null
+  timestamp: string
+}
+
+/** A node or tenant event on the `/ws` `system` channel. */
+export interface SystemEvent {
+  type: string
+  tenant_id: string | null
+  rufid: string | null
+  message: string
+  timestamp: string
+  data: Record<string, unknown>
+}
