@@ -1,9 +1,8 @@
 import { join } from 'node:path'
 import { ClassicLevel } from 'classic-level'
-import { Command } from 'commander'
 import { isValidTenantId } from '../core/rufid.js'
 import { ConfigError, loadConfig } from '../daemon/config.js'
-import { ApiKeyService, createLevelKeyStorage, SCOPES, type LevelDatabase } from '../engine/index.js'
+import { ApiKeyService, createLevelKeyStorage, type LevelDatabase } from '../engine/index.js'
 
 export interface AdminKeyOptions {
   admin?: boolean
@@ -61,22 +60,4 @@ export async function createAdminKeyOffline(opts: AdminKeyOptions): Promise<void
 function fail(message: string): never {
   process.stderr.write(`svc: ${message}\n`)
   process.exit(2)
-}
-
-/** `svc keys …` — the offline `create --admin` path (online key commands join it). */
-export function keysCommand(): Command {
-  const keys = new Command('keys').description('API keys')
-  keys.command('create')
-    .description(`create an API key; with --admin, an administrator key written straight into a stopped node's data directory (scopes: ${SCOPES.join(', ')})`)
-    .option('--admin', 'administrator key, minted offline into the data directory (the node must be stopped)')
-    .option('--tenant <tenant_id>', 'tenant of the key (default: auth.default_tenant)')
-    .option('--name <name>', 'a name for the key', 'admin')
-    .option('--data-dir <dir>', 'data directory (SVC_DATA_DIR)')
-    .option('--expires-days <n>', 'days until the key expires (default: never for --admin)')
-    .option('--json', 'print JSON')
-    .action(async (opts: AdminKeyOptions) => {
-      if (!opts.admin) fail('only --admin is available offline; mint other keys through POST /api/v1/auth/v2/api-keys')
-      await createAdminKeyOffline(opts)
-    })
-  return keys
 }

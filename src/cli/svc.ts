@@ -1,13 +1,17 @@
 import { Command } from 'commander'
-import { keysCommand } from './admin-keys.js'
+import { createAdminKeyOffline } from './admin-keys.js'
+import { functionsCommand } from './functions-command.js'
+import { keysCommand } from './keys-command.js'
 import { startCommand } from './node-command.js'
 import { rufidCommand } from './rufid-command.js'
 import { VERSION } from '../daemon/version.js'
 
 /** `svc`: the command line for operators and developers. */
-const program = new Command('svc').description('svc-node command line').version(VERSION)
+// positional options: `svc functions resolve X --version v2` is the subcommand's option, not the root's
+const program = new Command('svc').description('svc-node command line').version(VERSION).enablePositionalOptions()
 program.addCommand(new Command('node').description('run and manage a node').addCommand(startCommand()))
 program.addCommand(rufidCommand())
-program.addCommand(keysCommand())
+program.addCommand(functionsCommand())
+program.addCommand(keysCommand({ admin: createAdminKeyOffline }))
 
 await program.parseAsync(process.argv)

@@ -47,6 +47,14 @@ export const configSchema = z.object({
     max_buffered_bytes: z.number().int().min(1024),
     max_payload_bytes: z.number().int().min(256),
   }).strict(),
+  lockfile: z.object({
+    pip_index_url: z.string().url(),
+    npm_registry_url: z.string().url(),
+    timeout_ms: z.number().int().min(100).max(600_000),
+    deadline_ms: z.number().int().min(1000),
+    max_response_bytes: z.number().int().min(1024),
+    concurrency: z.number().int().min(1).max(64),
+  }).strict(),
   data_dir: z.string().min(1),
   log: z.object({
     level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -107,6 +115,8 @@ const ENV: Array<[string, string[], 'string' | 'int']> = [
   ['SVC_SHARE_BASE', ['server', 'share_base'], 'string'],
   ['SVC_METRICS_ACCESS', ['server', 'metrics_access'], 'string'],
   ['SVC_DATA_DIR', ['data_dir'], 'string'],
+  ['SVC_PIP_INDEX_URL', ['lockfile', 'pip_index_url'], 'string'],
+  ['SVC_NPM_REGISTRY_URL', ['lockfile', 'npm_registry_url'], 'string'],
   ['GRPC_HOST', ['grpc', 'host'], 'string'],
   ['GRPC_PORT', ['grpc', 'port'], 'int'],
   ['LOG_LEVEL', ['log', 'level'], 'string'],

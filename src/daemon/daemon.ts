@@ -70,6 +70,14 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         perIpUnauthenticated: ruleOf(config.rate_limits.per_ip_unauthenticated),
       },
       audit: { retentionDays: config.audit.retention_days, sweepIntervalMs: config.audit.sweep_interval_ms },
+      lockfile: {
+        pipIndexUrl: config.lockfile.pip_index_url,
+        npmRegistryUrl: config.lockfile.npm_registry_url,
+        timeoutMs: config.lockfile.timeout_ms,
+        deadlineMs: config.lockfile.deadline_ms,
+        maxResponseBytes: config.lockfile.max_response_bytes,
+        concurrency: config.lockfile.concurrency,
+      },
     },
     { db, store, sandbox, metrics, events },
   )

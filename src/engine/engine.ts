@@ -16,6 +16,8 @@ import { functionTelemetry, type FunctionTelemetry } from './telemetry/telemetry
 import type { CreateResult, FunctionTarget } from './registry/function-registry.js'
 import type { SvcMetrics } from './metrics.js'
 import { FunctionRegistry, type FunctionRegistryInit } from './registry/function-registry.js'
+import { ManifestService, type LockfileGeneratorInit } from './manifests/index.js'
+import { BranchService } from './branches/index.js'
 import type { CatalogStore, LevelDatabase } from './storage/catalog-store.js'
 import type { Principal } from './types.js'
 
@@ -39,6 +41,8 @@ export interface EngineInit {
   auth: EngineAuthInit
   rateLimits: RateLimitsInit
   audit: AuditLogInit
+  /** lockfile generation: package index URLs and request bounds (defaults: pypi.org, registry.npmjs.org) */
+  lockfile?: LockfileGeneratorInit
 }
 
 export interface EngineComponents {
@@ -57,6 +61,10 @@ export interface EngineComponents {
  */
 export interface Engine {
   readonly functions: FunctionRegistry
+  /** manifest/lockfile validation and lockfile generation */
+  readonly manifests: ManifestService
+  /** branch heads: deploy, invoke, heads, rebuild from the ledger */
+  readonly branches: BranchService
   readonly executions: ExecutionService
   readonly keys: ApiKeyService
   readonly access: AccessGate
@@ -79,7 +87,8 @@ export interface Engine {
 
 export function createEngine(init: EngineInit, components: EngineComponents): Engine {
   const { db, store, sandbox, metrics, events } = components
-  const functions = new FunctionRegistry(init.registry, { store, metrics, events })
+  const manifests = new ManifestService({ lockfile: init.lockfile ?? {} })
+  const functions = new FunctionRegistry(init.registry, { store, metrics, events, manifests })
   const executions = new ExecutionService(init.execution, { registry: functions, store, sandbox, metrics, events })
   const keys = new ApiKeyService(init.auth.keys, init.auth.mode === 'standard' ? createLevelKeyStorage(db) : createMemoryKeyStorage())
   const authenticator: Authenticator = init.auth.mode === 'none'
@@ -93,8 +102,11 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
   const marketplace = new Marketplace({ store, events })
   let ready = false
   let starting: Promise<void> | undefined
+  const branches = new BranchService({ registry: functions, executions, store })
   return {
     functions,
+    manifests,
+    branches,
     executions,
     keys,
     access,

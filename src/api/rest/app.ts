@@ -8,6 +8,7 @@ import { errorBody, httpStatusOf, restErrorOf } from './errors.js'
 import type { OpenApiInit } from './openapi.js'
 import { registerFunctionRoutes } from './routes/functions.js'
 import { registerAuthRoutes } from './routes/auth.js'
+import { registerBranchRoutes } from './routes/branches.js'
 import { registerExecutionRoutes } from './routes/executions.js'
 import { registerSystemRoutes } from './routes/system.js'
 import { registerV1Routes } from './routes/v1.js'
@@ -99,6 +100,8 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
 
   const router = new Router<RestState>()
   registerSystemRoutes(router, init, components)
+  // before the function routes: /api/v1/functions/branches must not be read as a RUFID
+  registerBranchRoutes(router, components)
   registerFunctionRoutes(router, components)
   registerExecutionRoutes(router, components)
   registerAuthRoutes(router, components)

@@ -4,9 +4,11 @@ import { SvcError, invalidRufid, rufidNotFound } from '../../core/errors.js'
 import { computeRufid, formatRufid, parseRufid, parseVersionLabel } from '../../core/rufid.js'
 import { requirePermission } from '../authz.js'
 import type { EventBus } from '../events.js'
+import { ManifestService, sameSnapshot } from '../manifests/manifest-service.js'
+import type { FunctionManifest } from '../manifests/types.js'
 import type { SvcMetrics } from '../metrics.js'
 import { Mutex } from '../mutex.js'
-import type { CatalogStore } from '../storage/catalog-store.js'
+import type { BranchMoveWrite, CatalogStore } from '../storage/catalog-store.js'
 import type { FunctionVersion, LedgerEntry, ManifestSnapshot, Page, Principal } from '../types.js'
 import { parseOrThrow } from '../validation.js'
 import { createInputSchema, type CreateFunctionInput } from './create-input.js'
@@ -24,6 +26,23 @@ export interface FunctionRegistryComponents {
   store: CatalogStore
   metrics: SvcMetrics
   events: EventBus
+  /** manifest and lockfile validation and lockfile generation (default: one with the public indexes) */
+  manifests?: ManifestService
+}
+
+export interface CreateOptions {
+  /**
+   * Runs inside the registry's write lock with the version `create` is about to return (`created`
+   * false when it already existed) and its ledger entry. A branch move it returns is written in
+   * the same atomic batch as the version; throwing stores nothing.
+   */
+  withinWrite?: (fn: FunctionVersion, ledger: LedgerEntry, created: boolean) => Promise<BranchMoveWrite | undefined>
+}
+
+/** A lineage (tenant, function_name) and its ledger entries, oldest first. */
+export interface Lineage {
+  function_name: string
+  entries: LedgerEntry[]
 }
 
 export interface CreateResult {
@@ -75,6 +94,7 @@ export class FunctionRegistry {
   private readonly store: CatalogStore
   private readonly metrics: SvcMetrics
   private readonly events: EventBus
+  readonly manifests: ManifestService
   private readonly cache: ResolutionCache<FunctionVersion>
   private readonly writes = new Mutex()
   private readonly createSchema: ReturnType<typeof createInputSchema>
@@ -84,6 +104,7 @@ export class FunctionRegistry {
     this.store = components.store
     this.metrics = components.metrics
     this.events = components.events
+    this.manifests = components.manifests ?? new ManifestService()
     this.cache = new ResolutionCache(init.cache)
     this.createSchema = createInputSchema({ maxSourceBytes: init.maxSourceBytes })
     const base = init.shareBase
@@ -91,24 +112,40 @@ export class FunctionRegistry {
     this.metrics.cacheHitRatioSource.read = () => this.cache.hitRatio()
   }
 
-  /** Publishes a function version. Identical content is idempotent; a hash collision is 1008. */
-  async create(principal: Principal, raw: unknown): Promise<CreateResult> {
+  /**
+   * Publishes a function version. Identical content (same hash, manifest and lock) is idempotent;
+   * a hash collision is 1008. A manifest is validated (1006/422 with JSON pointers); without a
+   * lockfile one is generated (or reused from a stored version with the same manifest); a
+   * lockfile whose manifest_digest does not match is 1006/422. Nothing is stored on any failure.
+   */
+  async create(principal: Principal, raw: unknown, options: CreateOptions = {}): Promise<CreateResult> {
     requirePermission(principal, 'rufid.create')
     const input: CreateFunctionInput = parseOrThrow(this.createSchema, raw, 'function definition')
     const identity = computeRufid(input)
     const tenant = principal.tenant_id
     const short = identity.rufid_short
-    const snapshot: ManifestSnapshot = { manifest: input.manifest ?? null, lockfile: input.lockfile ?? null }
-    const result = await this.writes.run(async () => {
+    const collision = async (): Promise<void> => {
       const known = await this.store.digestOf(short)
       if (known !== undefined && known !== identity.content_digest) {
         throw new SvcError('RUFID_COLLISION', `RUFID ${short} already names different content`, {
           details: { rufid_short: short },
         })
       }
+    }
+    await collision() // before any index is asked; checked again under the lock
+    const snapshot: ManifestSnapshot = await this.manifests.snapshotFor(input, (manifest) => this.reusableLockfile(tenant, short, manifest))
+    const result = await this.writes.run(async () => {
+      await collision()
       const existing = await this.store.versionsOfHash(tenant, short)
       const same = existing.find((v) => v.deleted_at === undefined && sameSnapshot(v, snapshot))
-      if (same) return { fn: same, created: false }
+      if (same) {
+        if (options.withinWrite) {
+          const ledger = (await this.store.getLedgerEntry(tenant, same.function_name, same.version)) ?? ledgerOf(same)
+          const move = await options.withinWrite(same, ledger, false)
+          if (move) await this.store.putBranchMove(move)
+        }
+        return { fn: same, created: false }
+      }
 
       const latest = await this.store.latestLedgerEntry(tenant, input.function_name)
       const version = (latest?.version ?? 0) + 1
@@ -131,7 +168,7 @@ export class FunctionRegistry {
         lockfile: snapshot.lockfile,
         limits: input.limits ?? {},
       }
-      const ledger: LedgerEntry = {
+      let ledger: LedgerEntry = {
         tenant_id: tenant,
         function_name: fn.function_name,
         version,
@@ -141,7 +178,9 @@ export class FunctionRegistry {
         author: fn.author,
         manifest_snapshot: snapshot,
       }
-      await this.store.putNewVersion({ fn, ledger })
+      const move = options.withinWrite ? await options.withinWrite(fn, ledger, true) : undefined
+      if (move) ledger = move.ledger
+      await this.store.putNewVersion({ fn, ledger, ...(move ? { head: move.head } : {}) })
       this.cache.delete(cacheKey(tenant, short))
       return { fn, created: true }
     })
@@ -156,6 +195,17 @@ export class FunctionRegistry {
       })
     }
     return this.describeCreation(result.fn, result.created)
+  }
+
+  /** The lockfile of the newest live version of this hash stored with an identical manifest. */
+  private async reusableLockfile(tenant: string, short: string, manifest: FunctionManifest): Promise<Record<string, unknown> | undefined> {
+    const wanted = canonicalJson(manifest)
+    const digest = this.manifests.digest(manifest)
+    for (const v of await this.store.versionsOfHash(tenant, short)) {
+      if (v.deleted_at !== undefined || v.lockfile === null || v.lockfile.manifest_digest !== digest) continue
+      if (canonicalJson(v.manifest) === wanted) return v.lockfile
+    }
+    return undefined
   }
 
   describeCreation(fn: FunctionVersion, created: boolean): CreateResult {
@@ -271,6 +321,19 @@ export class FunctionRegistry {
     return deleted
   }
 
+  /**
+   * The lineage a RUFID belongs to and all its ledger entries (tombstones included). Found through
+   * any stored version of the hash, deleted ones too; 1002 when the tenant has none.
+   */
+  async lineage(principal: Principal, target: FunctionTarget): Promise<Lineage> {
+    requirePermission(principal, 'rufid.read')
+    const tenant = principal.tenant_id
+    const versions = await this.store.versionsOfHash(tenant, target.short)
+    const known = target.version === undefined ? versions[0] : versions.find((v) => v.version === target.version)
+    if (known === undefined) throw rufidNotFound(target.short, target.version === undefined ? undefined : `v${target.version}`)
+    return { function_name: known.function_name, entries: await this.store.ledgerEntries({ tenant, function_name: known.function_name }) }
+  }
+
   /** The ledger of the principal's tenant (one lineage when `functionName` is given). */
   async ledger(principal: Principal, functionName?: string): Promise<LedgerEntry[]> {
     requirePermission(principal, 'rufid.read')
@@ -286,11 +349,6 @@ export class FunctionRegistry {
 
 function cacheKey(tenant: string, short: string, version?: number): string {
   return `${tenant}:${short}:${version === undefined ? 'latest' : version}`
-}
-
-function sameSnapshot(fn: FunctionVersion, snapshot: ManifestSnapshot): boolean {
-  return canonicalJson(fn.manifest) === canonicalJson(snapshot.manifest)
-    && canonicalJson(fn.lockfile) === canonicalJson(snapshot.lockfile)
 }
 
 function ledgerOf(fn: FunctionVersion): LedgerEntry {

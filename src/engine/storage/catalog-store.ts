@@ -1,5 +1,6 @@
 import type { AbstractBatchOperation, AbstractLevel, AbstractSublevel } from 'abstract-level'
 import { SvcError } from '../../core/errors.js'
+import type { BranchHead } from '../branches/types.js'
 import type { ExecutionRecord, FunctionStats, FunctionVersion, LedgerEntry } from '../types.js'
 
 /** Format of what this code writes. Bump it with a migration when the layout changes. */
@@ -25,6 +26,8 @@ export const functionKey = (tenant: string, short: string, version: number): str
   [tenant, short, pad(version)].join(SEP)
 export const ledgerKey = (tenant: string, name: string, version: number): string =>
   [tenant, name, pad(version)].join(SEP)
+export const branchHeadKey = (tenant: string, name: string, branch: string): string =>
+  [tenant, name, branch].join(SEP)
 
 export interface CatalogStoreComponents {
   /** An opened or openable abstract-level database (classic-level on disk, memory-level in tests). */
@@ -34,6 +37,14 @@ export interface CatalogStoreComponents {
 export interface NewVersionWrite {
   fn: FunctionVersion
   ledger: LedgerEntry
+  /** a branch head moved to this version in the same batch (its move is in `ledger.branches`) */
+  head?: BranchHead
+}
+
+export interface BranchMoveWrite {
+  /** the ledger entry of the version the head moved to, with the move appended to its `branches` */
+  ledger: LedgerEntry
+  head: BranchHead
 }
 
 /**
@@ -43,7 +54,8 @@ export interface NewVersionWrite {
  * - `function_version_ledger`: LedgerEntry by `tenant:function_name:version`;
  * - `digests`: content digest by short hash (collision detection across the node);
  * - `executions`: ExecutionRecord by execution id (time-ordered ids);
- * - `function_stats`: FunctionStats by `tenant:hash:version`, written with each execution.
+ * - `function_stats`: FunctionStats by `tenant:hash:version`, written with each execution;
+ * - `branch_heads`: BranchHead by `tenant:function_name:branch` (derived: rebuildable from the ledger).
  */
 export class CatalogStore {
   private readonly db: LevelDatabase
@@ -53,6 +65,7 @@ export class CatalogStore {
   private readonly digests: Json
   private readonly executions: Json
   private readonly stats: Json
+  private readonly heads: Json
   private started = false
 
   constructor(components: CatalogStoreComponents) {
@@ -64,6 +77,7 @@ export class CatalogStore {
     this.digests = this.db.sublevel<string, unknown>('digests', json) as Json
     this.executions = this.db.sublevel<string, unknown>('executions', json) as Json
     this.stats = this.db.sublevel<string, unknown>('function_stats', json) as Json
+    this.heads = this.db.sublevel<string, unknown>('branch_heads', json) as Json
   }
 
   /** Opens the database and checks (or, on an empty database, writes) the data-format version. */
@@ -129,13 +143,47 @@ export class CatalogStore {
     return (await this.digests.get(short)) as string | undefined
   }
 
-  /** Writes a new version, its ledger entry and its digest atomically, synced to disk. */
-  async putNewVersion({ fn, ledger }: NewVersionWrite): Promise<void> {
+  /** Writes a new version, its ledger entry, its digest and (when given) a branch head atomically, synced to disk. */
+  async putNewVersion({ fn, ledger, head }: NewVersionWrite): Promise<void> {
     await this.write([
       { type: 'put', sublevel: this.functions, key: functionKey(fn.tenant_id, fn.rufid_short, fn.version), value: fn },
       { type: 'put', sublevel: this.ledger, key: ledgerKey(ledger.tenant_id, ledger.function_name, ledger.version), value: ledger },
       { type: 'put', sublevel: this.digests, key: fn.rufid_short, value: fn.content_digest },
+      ...(head ? [this.headPut(head)] : []),
     ], true)
+  }
+
+  /** Moves a branch head to an existing version: its ledger entry (with the move) and the head, atomically. */
+  async putBranchMove({ ledger, head }: BranchMoveWrite): Promise<void> {
+    await this.write([
+      { type: 'put', sublevel: this.ledger, key: ledgerKey(ledger.tenant_id, ledger.function_name, ledger.version), value: ledger },
+      this.headPut(head),
+    ], true)
+  }
+
+  /** Replaces every stored head with `heads` (a rebuild from the ledger). */
+  async replaceBranchHeads(heads: BranchHead[]): Promise<void> {
+    const ops: Array<AbstractBatchOperation<LevelDatabase, string, unknown>> = []
+    for await (const key of this.heads.keys()) ops.push({ type: 'del', key, sublevel: this.heads } as unknown as AbstractBatchOperation<LevelDatabase, string, unknown>)
+    for (const h of heads) ops.push(this.headPut(h) as unknown as AbstractBatchOperation<LevelDatabase, string, unknown>)
+    await this.db.batch(ops, { sync: true } as object)
+  }
+
+  async getBranchHead(tenant: string, name: string, branch: string): Promise<BranchHead | undefined> {
+    return (await this.heads.get(branchHeadKey(tenant, name, branch))) as BranchHead | undefined
+  }
+
+  /** Stored heads in key order (tenant, function name, branch), optionally of one tenant or lineage. */
+  async branchHeads(filter: { tenant?: string; function_name?: string } = {}): Promise<BranchHead[]> {
+    const prefix = filter.tenant === undefined ? '' : [filter.tenant, ...(filter.function_name ? [filter.function_name] : []), ''].join(SEP)
+    const range = prefix ? { gte: prefix, lt: prefixEnd(prefix) } : {}
+    const out: BranchHead[] = []
+    for await (const value of this.heads.values(range)) out.push(value as BranchHead)
+    return out
+  }
+
+  private headPut(head: BranchHead): PutOp {
+    return { type: 'put', sublevel: this.heads, key: branchHeadKey(head.tenant_id, head.function_name, head.branch), value: head }
   }
 
   /** Marks one version deleted in both tables, atomically. */

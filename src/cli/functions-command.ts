@@ -1,0 +1,589 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { basename, dirname, extname, join, resolve } from 'node:path'
+import cliProgress from 'cli-progress'
+import { Command, Option } from 'commander'
+import {
+  LOCKFILE_FILE, LockfileGenerator, MANIFEST_FILE, checkLockfile, checkManifest, lockIdentity, manifestDigest,
+  type FunctionLockfile, type FunctionManifest, type ResolutionProgress,
+} from '../engine/manifests/index.js'
+import { CliError, action, printJson, resolveSettings, SvcHttpClient, withConnection, type ConnectionOptions } from './http-client.js'
+
+type Json = Record<string, unknown>
+
+const invalid = (message: string): CliError => new CliError(1006, 'VALIDATION_FAILED', message)
+
+/** The exact bytes svc writes for function.svc.json and function.lock.json: 2-space JSON and a newline. */
+export function jsonFileText(value: unknown): string {
+  return JSON.stringify(value, null, 2) + '\n'
+}
+
+function readJsonFile(path: string, what: string): Json {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw invalid(`cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (err) {
+    throw invalid(`${what} ${path} is not JSON: ${(err as Error).message}`)
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(`${what} ${path} must hold a JSON object`)
+  return value as Json
+}
+
+/** The manifest file a `--path` names: the file itself, or function.svc.json inside a directory. */
+function manifestPathOf(path: string | undefined): string {
+  const p = resolve(path ?? '.')
+  return existsSync(p) && statSync(p).isDirectory() ? join(p, MANIFEST_FILE) : p
+}
+
+function parseJsonOption(text: string | undefined, flag: string, fallback: unknown): unknown {
+  if (text === undefined) return fallback
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    throw invalid(`${flag} is not JSON: ${(err as Error).message}`)
+  }
+}
+
+function clientFor(opts: ConnectionOptions): SvcHttpClient {
+  return new SvcHttpClient(resolveSettings(opts))
+}
+
+const say = (line = ''): void => {
+  process.stdout.write(line + '\n')
+}
+
+/** One line per pinned dependency of a lockfile, as the node (or the resolver) returned it. */
+function pinLines(lock: unknown, withSource = false): string[] {
+  const deps = (lock as { dependencies?: { pip?: unknown; npm?: unknown; system?: unknown } } | null)?.dependencies
+  if (!deps) return []
+  const out: string[] = []
+  for (const eco of ['pip', 'npm'] as const) {
+    const list = deps[eco]
+    if (!Array.isArray(list)) continue
+    for (const d of list as Array<{ name?: unknown; version?: unknown; source?: unknown }>) {
+      out.push(`  ${eco.padEnd(7)} ${String(d.name)} ${String(d.version)}${withSource && d.source ? `  (${String(d.source)})` : ''}`)
+    }
+  }
+  if (Array.isArray(deps.system) && deps.system.length > 0) out.push(`  ${'system'.padEnd(7)} ${(deps.system as unknown[]).map(String).join(', ')}`)
+  return out
+}
+
+// ---------------------------------------------------------------- reading a function from files
+
+const EXTENSION_LANGUAGE: Record<string, string> = {
+  '.py': 'python',
+  '.js': 'javascript',
+  '.mjs': 'javascript',
+  '.cjs': 'javascript',
+  '.ts': 'typescript',
+  '.mts': 'typescript',
+  '.cts': 'typescript',
+  '.go': 'go',
+}
+
+function extensionsFor(language: string | undefined): string[] {
+  const l = language?.toLowerCase()
+  if (l === undefined) return Object.keys(EXTENSION_LANGUAGE)
+  if (['python', 'python3', 'py'].includes(l)) return ['.py']
+  if (['typescript', 'ts', 'tsx'].includes(l)) return ['.ts', '.mts', '.cts']
+  if (['go', 'golang'].includes(l)) return ['.go']
+  return ['.js', '.mjs', '.cjs', '.ts']
+}
+
+/** Finds the matching `)` of the `(` at `open`, skipping string literals; -1 if none. */
+function closingParen(text: string, open: number): number {
+  let depth = 0
+  let quote: string | undefined
+  for (let i = open; i < text.length; i++) {
+    const c = text[i]!
+    if (quote) {
+      if (c === '\\') i++
+      else if (c === quote) quote = undefined
+      continue
+    }
+    if (c === '"' || c === "'" || c === '`') quote = c
+    else if (c === '(') depth++
+    else if (c === ')' && --depth === 0) return i
+  }
+  return -1
+}
+
+const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+/**
+ * The textual signature of `name` in a source file: its parameter list (and a TypeScript or
+ * Python return annotation), e.g. `(a, b)` or `(a: number, b: number): number`.
+ */
+export function extractSignature(source: string, name: string, language: string): string | undefined {
+  const n = escapeRe(name)
+  const python = extensionsFor(language).includes('.py')
+  const patterns = python
+    ? [new RegExp(`(?:^|\\n)[ \\t]*(?:async[ \\t]+)?def[ \\t]+${n}[ \\t]*\\(`)]
+    : [
+        new RegExp(`\\bfunction\\b[ \\t]*\\*?[ \\t]*${n}[ \\t]*(?:<[^>(]*>)?[ \\t]*\\(`),
+        new RegExp(`\\b(?:const|let|var)[ \\t]+${n}[ \\t]*(?::[^=]+)?=[ \\t]*(?:async[ \\t]*)?(?:function[ \\t]*)?\\(`),
+        new RegExp(`\\bfunc[ \\t]+${n}[ \\t]*\\(`),
+      ]
+  for (const re of patterns) {
+    const m = re.exec(source)
+    if (!m) continue
+    const open = m.index + m[0].length - 1
+    const close = closingParen(source, open)
+    if (close < 0) return undefined
+    const params = source.slice(open, close + 1).replace(/\s+/g, ' ').replace(/\( /g, '(').replace(/ \)/g, ')').replace(/,\)/g, ')')
+    const rest = source.slice(close + 1)
+    const ret = python ? /^\s*(->[^:\n]+):/.exec(rest) : /^\s*(:\s*[^{=\n]+?)\s*(?:\{|=>)/.exec(rest)
+    return ret ? `${params}${python ? ' ' : ''}${ret[1]!.trim().replace(/^:\s*/, ': ')}` : params
+  }
+  return undefined
+}
+
+export interface DefinitionFlags {
+  code?: string
+  file?: string
+  name?: string
+  signature?: string
+  language?: string
+  description?: string
+  tags?: string
+  manifest?: string
+  lockfile?: string | boolean
+}
+
+/**
+ * A function definition from a code directory (function.svc.json, function.lock.json, the source
+ * its entrypoint names) and flags, flags first. Signature: --signature, then
+ * `metadata.signature` of the manifest, then the parameter list found in the source.
+ */
+export function readDefinition(flags: DefinitionFlags): Json {
+  const dir = flags.code === undefined ? undefined : resolve(flags.code)
+  if (dir !== undefined && !(existsSync(dir) && statSync(dir).isDirectory())) throw invalid(`--code ${flags.code} is not a directory`)
+  const manifestPath = flags.manifest !== undefined ? resolve(flags.manifest) : dir !== undefined && existsSync(join(dir, MANIFEST_FILE)) ? join(dir, MANIFEST_FILE) : undefined
+  const manifest = manifestPath === undefined ? undefined : readJsonFile(manifestPath, 'manifest')
+  const lockPath = flags.lockfile === false
+    ? undefined
+    : typeof flags.lockfile === 'string' ? resolve(flags.lockfile) : dir !== undefined && existsSync(join(dir, LOCKFILE_FILE)) ? join(dir, LOCKFILE_FILE) : undefined
+  const lockfile = lockPath === undefined ? undefined : readJsonFile(lockPath, 'lockfile')
+  const m = (manifest ?? {}) as Partial<FunctionManifest>
+  const [entryModule, entryCallable] = typeof m.entrypoint === 'string' ? m.entrypoint.split(':') : []
+  const name = flags.name ?? (typeof m.name === 'string' ? m.name : undefined) ?? entryCallable
+  let language = flags.language ?? (typeof m.runtime?.language === 'string' ? m.runtime.language : undefined)
+
+  let file: string | undefined
+  if (flags.file !== undefined) {
+    file = resolve(flags.file)
+  } else if (dir !== undefined) {
+    const exts = extensionsFor(language)
+    const candidates: string[] = []
+    if (entryModule) {
+      if (EXTENSION_LANGUAGE[extname(entryModule)]) candidates.push(join(dir, entryModule))
+      const base = join(dir, entryModule.replace(/\./g, '/'))
+      candidates.push(...exts.map((e) => base + e))
+    } else {
+      const sources = readdirSync(dir).filter((f) => exts.includes(extname(f))).sort()
+      const preferred = [name, 'main', 'index'].flatMap((b) => (b ? exts.map((e) => `${b}${e}`) : [])).find((f) => sources.includes(f))
+      if (preferred) candidates.push(join(dir, preferred))
+      else if (sources.length === 1) candidates.push(join(dir, sources[0]!))
+    }
+    file = candidates.find((c) => existsSync(c) && statSync(c).isFile())
+    if (file === undefined) {
+      throw invalid(entryModule
+        ? `entrypoint ${m.entrypoint} names no source file in ${dir} (tried ${candidates.map((c) => basename(c)).join(', ')})`
+        : `cannot tell which file of ${dir} holds the function: set "entrypoint" in ${MANIFEST_FILE} or pass --file`)
+    }
+  }
+  if (file === undefined) throw invalid('pass --code <dir> or --file <source>')
+  let source_code: string
+  try {
+    source_code = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw invalid(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  }
+  language ??= EXTENSION_LANGUAGE[extname(file)]
+  if (!name) throw invalid('cannot tell the function name: pass --name or set "name" in the manifest')
+  if (!language) throw invalid('cannot tell the language: pass --language or set runtime.language in the manifest')
+  const metaSignature = typeof m.metadata?.signature === 'string' ? m.metadata.signature : undefined
+  const signature = flags.signature ?? metaSignature ?? extractSignature(source_code, name, language)
+  if (!signature) throw invalid(`cannot find function ${name} in ${file}: pass --signature`)
+  const metaTags = Array.isArray(m.metadata?.tags) ? (m.metadata.tags as unknown[]).filter((t): t is string => typeof t === 'string') : undefined
+  const tags = flags.tags !== undefined ? flags.tags.split(',').map((t) => t.trim()).filter(Boolean) : metaTags
+  const description = flags.description ?? (typeof m.description === 'string' ? m.description : undefined)
+  return {
+    function_name: name,
+    signature,
+    language,
+    source_code,
+    ...(description !== undefined ? { description } : {}),
+    ...(tags !== undefined ? { tags } : {}),
+    ...(manifest !== undefined ? { manifest } : {}),
+    ...(lockfile !== undefined ? { lockfile } : {}),
+  }
+}
+
+const definitionOptions = (cmd: Command): Command =>
+  cmd
+    .option('--code <dir>', `directory with ${MANIFEST_FILE}, optionally ${LOCKFILE_FILE}, and the source its entrypoint names`)
+    .option('--file <source>', 'source file (default: from the manifest entrypoint in --code)')
+    .option('--name <function_name>', 'function name (default: the manifest name)')
+    .option('--signature <signature>', 'textual signature, e.g. "(a, b)" (default: metadata.signature, else read from the source)')
+    .option('--language <language>', 'python, javascript, typescript … (default: runtime.language, else the file extension)')
+    .option('--description <text>', 'description (default: the manifest description)')
+    .option('--tags <list>', 'comma-separated tags (default: metadata.tags)')
+    .option('--manifest <file>', `manifest file (default: ${MANIFEST_FILE} in --code)`)
+    .option('--lockfile <file>', `lockfile to send (default: ${LOCKFILE_FILE} in --code; without one the node generates it)`)
+    .option('--no-lockfile', 'send no lockfile even if one is present: the node resolves the manifest')
+
+// ---------------------------------------------------------------- manifest install / verify
+
+interface InstallOptions {
+  path?: string
+  lockfile?: string
+  pipIndexUrl?: string
+  npmRegistryUrl?: string
+  config?: string
+  timeout?: string
+  json?: boolean
+}
+
+function progressReporter(enabled: boolean): { onProgress?: (p: ResolutionProgress) => void; stop(): void } {
+  if (!enabled || !process.stderr.isTTY) return { stop: () => undefined }
+  const bar = new cliProgress.SingleBar(
+    { stream: process.stderr, format: 'resolving {bar} {value}/{total} {dependency}', hideCursor: true, clearOnComplete: true },
+    cliProgress.Presets.shades_classic,
+  )
+  let started = false
+  return {
+    onProgress(p) {
+      if (!started) {
+        bar.start(p.total, 0, { dependency: '' })
+        started = true
+      }
+      bar.update(p.done, { dependency: `${p.ecosystem} ${p.name}` })
+    },
+    stop() {
+      if (started) bar.stop()
+    },
+  }
+}
+
+async function manifestInstall(opts: InstallOptions): Promise<void> {
+  const manifestPath = manifestPathOf(opts.path)
+  const lockPath = opts.lockfile !== undefined ? resolve(opts.lockfile) : join(dirname(manifestPath), LOCKFILE_FILE)
+  const raw = readJsonFile(manifestPath, 'manifest')
+  const manifest = checkManifest(raw)
+  const settings = resolveSettings({ config: opts.config, pipIndexUrl: opts.pipIndexUrl, npmRegistryUrl: opts.npmRegistryUrl })
+  const timeoutMs = opts.timeout === undefined ? 10_000 : Number(opts.timeout)
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw invalid('--timeout must be a positive number of milliseconds')
+  let generator: LockfileGenerator
+  try {
+    generator = new LockfileGenerator({
+      ...(settings.pipIndexUrl ? { pipIndexUrl: settings.pipIndexUrl } : {}),
+      ...(settings.npmRegistryUrl ? { npmRegistryUrl: settings.npmRegistryUrl } : {}),
+      timeoutMs,
+      allowSourceUrls: true,
+    })
+  } catch (err) {
+    throw invalid((err as Error).message)
+  }
+  const progress = progressReporter(!opts.json)
+  let lock: FunctionLockfile
+  try {
+    lock = await generator.generate(manifest, progress.onProgress ? { onProgress: progress.onProgress } : {})
+  } finally {
+    progress.stop()
+  }
+  // an existing lockfile with the same pins is left as it is (no churn of generated_at)
+  let unchanged = false
+  if (existsSync(lockPath)) {
+    try {
+      const existing = JSON.parse(readFileSync(lockPath, 'utf8')) as Json
+      unchanged = lockIdentity(existing) === lockIdentity(lock as unknown as Json)
+      if (unchanged) lock = existing as unknown as FunctionLockfile
+    } catch {
+      unchanged = false
+    }
+  }
+  if (!unchanged) writeFileSync(lockPath, jsonFileText(lock))
+  if (opts.json) {
+    printJson({ lockfile_path: lockPath, written: !unchanged, lockfile: lock })
+    return
+  }
+  say(`${unchanged ? 'up to date' : 'wrote'} ${lockPath}`)
+  say(`manifest sha256 ${lock.manifest_digest}`)
+  for (const line of pinLines(lock, true)) say(line)
+}
+
+async function manifestVerify(opts: { path?: string; lockfile?: string; json?: boolean }): Promise<void> {
+  const manifestPath = manifestPathOf(opts.path)
+  const lockPath = opts.lockfile !== undefined ? resolve(opts.lockfile) : join(dirname(manifestPath), LOCKFILE_FILE)
+  const manifest = checkManifest(readJsonFile(manifestPath, 'manifest'))
+  const lock = checkLockfile(readJsonFile(lockPath, 'lockfile'), manifest)
+  if (opts.json) {
+    printJson({ ok: true, manifest_digest: manifestDigest(manifest), manifest_path: manifestPath, lockfile_path: lockPath })
+    return
+  }
+  say(`ok: ${basename(lockPath)} matches ${basename(manifestPath)} (manifest sha256 ${lock.manifest_digest})`)
+}
+
+function manifestCommand(): Command {
+  const cmd = new Command('manifest').description(`work with ${MANIFEST_FILE} and ${LOCKFILE_FILE} locally (no node needed)`)
+  cmd.command('install')
+    .description(`resolve the manifest's dependencies to exact versions and write ${LOCKFILE_FILE} next to it: pip requirements (PEP 440) against a PyPI-style JSON index, npm ranges against an npm registry, system packages copied; lists sorted; records the manifest's SHA-256 (RFC 8785 canonical JSON). A lockfile with the same pins is left untouched.`)
+    .option('--path <path>', `manifest file, or the directory holding ${MANIFEST_FILE}`, '.')
+    .option('--lockfile <file>', `where to write the lockfile (default: ${LOCKFILE_FILE} next to the manifest)`)
+    .option('--pip-index-url <url>', 'PyPI JSON API base (env SVC_PIP_INDEX_URL, config "pip_index_url"; default https://pypi.org/pypi)')
+    .option('--npm-registry-url <url>', 'npm registry (env SVC_NPM_REGISTRY_URL, config "npm_registry_url"; default https://registry.npmjs.org)')
+    .option('--config <file>', 'CLI config file (default ~/.config/svc/config.json)')
+    .option('--timeout <ms>', 'deadline of each index request (default 10000)')
+    .option('--json', 'print JSON')
+    .addHelpText('after', `
+Examples:
+  svc functions manifest install                        # ./${MANIFEST_FILE} → ./${LOCKFILE_FILE}
+  svc functions manifest install --path fn/ --pip-index-url http://127.0.0.1:3141/pypi
+
+A pip "source" in the manifest may name another index URL; the node itself only resolves against
+its configured index. Only the listed dependencies are pinned (not their own dependencies).`)
+    .action(action(manifestInstall))
+  cmd.command('verify')
+    .description(`check that ${LOCKFILE_FILE} belongs to ${MANIFEST_FILE}: both valid, manifest_digest equal to the manifest's SHA-256, every dependency pinned within its range; exits 1 on any mismatch`)
+    .option('--path <path>', `manifest file, or the directory holding ${MANIFEST_FILE}`, '.')
+    .option('--lockfile <file>', `lockfile (default: ${LOCKFILE_FILE} next to the manifest)`)
+    .option('--json', 'print JSON')
+    .addHelpText('after', `
+Example:
+  svc functions manifest verify --path fn/ && echo "lockfile up to date"`)
+    .action(action(manifestVerify))
+  return cmd
+}
+
+// ---------------------------------------------------------------- commands against a node
+
+type DeployOptions = DefinitionFlags & ConnectionOptions & { branch: string; branchKey?: string; json?: boolean }
+
+async function deploy(opts: DeployOptions): Promise<void> {
+  const definition = readDefinition(opts)
+  const branchKey = opts.branchKey ?? (process.env.SVC_BRANCH_KEY || undefined)
+  const client = clientFor(opts)
+  const r = await client.request<Json>('POST', '/api/v1/functions/deploy', {
+    ...definition,
+    branch: opts.branch,
+    ...(branchKey ? { branch_key: branchKey } : {}),
+  }, { progress: `deploying ${String(definition.function_name)} to ${opts.branch}` })
+  if (opts.json) return printJson(r)
+  const move = r.moved
+    ? r.previous_version ? `${String(r.previous_version)} → ${String(r.version)}` : `created at ${String(r.version)}`
+    : `already at ${String(r.version)}`
+  say(`deployed ${String(r.function_name)} ${String(r.version)} to branch ${String(r.branch)} (${move})`)
+  say(`  rufid   ${String(r.rufid)}${r.created ? '' : '  (existing version)'}`)
+  for (const line of pinLines(r.lockfile)) say(line)
+  if (typeof r.branch_key === 'string') {
+    say(`branch key for ${String(r.branch)} (shown once; needed to deploy to this branch again):`)
+    say(`  ${r.branch_key}`)
+  }
+}
+
+type InvokeOptions = ConnectionOptions & { branch: string; name?: string; code?: string; args?: string; json?: boolean }
+
+async function invoke(opts: InvokeOptions): Promise<void> {
+  let name = opts.name
+  if (name === undefined) {
+    const path = join(resolve(opts.code ?? '.'), MANIFEST_FILE)
+    if (!existsSync(path)) throw invalid(`pass --name <function_name> (no ${MANIFEST_FILE} in ${dirname(path)})`)
+    const m = readJsonFile(path, 'manifest')
+    if (typeof m.name !== 'string') throw invalid(`${path} has no "name": pass --name`)
+    name = m.name
+  }
+  const args = parseJsonOption(opts.args, '--args', {})
+  const r = await clientFor(opts).request<Json>('POST', `/api/v1/functions/branches/${encodeURIComponent(opts.branch)}/invoke`, { function_name: name, arguments: args }, {
+    progress: `running ${name} on ${opts.branch}`,
+  })
+  if (opts.json) return printJson(r)
+  say(`branch ${String(r.branch)} → ${String(r.function_name)} ${String(r.version)} (${String(r.rufid)})`)
+  say(`status  ${String(r.status)} in ${String(r.execution_time_ms)} ms`)
+  say(`result  ${JSON.stringify(r.result)}`)
+}
+
+type ExportOptions = ConnectionOptions & { version?: string; out?: string; json?: boolean }
+
+async function exportFiles(rufid: string, opts: ExportOptions): Promise<void> {
+  const r = await clientFor(opts).request<Json>('GET', `/api/v1/functions/${encodeURIComponent(rufid)}/export`, undefined, { query: { version: opts.version } })
+  if (r.manifest === null || r.manifest === undefined) throw invalid(`${String(r.rufid)} was published without a manifest: nothing to export`)
+  const out = resolve(opts.out ?? '.')
+  mkdirSync(out, { recursive: true })
+  const manifestPath = join(out, MANIFEST_FILE)
+  const lockPath = join(out, LOCKFILE_FILE)
+  writeFileSync(manifestPath, jsonFileText(r.manifest))
+  if (r.lockfile !== null && r.lockfile !== undefined) writeFileSync(lockPath, jsonFileText(r.lockfile))
+  if (opts.json) return printJson({ ...r, manifest_path: manifestPath, lockfile_path: r.lockfile ? lockPath : null })
+  say(`exported ${String(r.rufid)}`)
+  say(`  ${manifestPath}`)
+  if (r.lockfile) say(`  ${lockPath}`)
+  for (const line of pinLines(r.lockfile)) say(line)
+}
+
+type CreateOptions = DefinitionFlags & ConnectionOptions & { json?: boolean }
+
+async function create(opts: CreateOptions): Promise<void> {
+  const definition = readDefinition(opts)
+  const client = clientFor(opts)
+  const r = await client.request<Json>('POST', '/api/v1/functions/create', definition, { progress: `publishing ${String(definition.function_name)}` })
+  let lockfile = r.lockfile
+  if (lockfile === undefined && definition.manifest !== undefined) {
+    // the resolved versions are in the stored lockfile
+    lockfile = (await client.request<Json>('POST', '/api/v1/functions/resolve', { rufid: r.rufid_short, version: r.version })).lockfile
+  }
+  if (opts.json) return printJson(lockfile === undefined ? r : { ...r, lockfile })
+  say(`${r.created === false ? 'exists' : 'created'} ${String(r.rufid)}`)
+  say(`  version  ${String(r.version)}`)
+  say(`  import   ${String(r.import_statement)}`)
+  say(`  share    ${String(r.share_url)}`)
+  for (const line of pinLines(lockfile)) say(line)
+}
+
+async function resolveRufid(rufid: string, opts: ConnectionOptions & { version?: string; json?: boolean }): Promise<void> {
+  const r = await clientFor(opts).request<Json>('POST', '/api/v1/functions/resolve', { rufid, ...(opts.version ? { version: opts.version } : {}) })
+  if (opts.json) return printJson(r)
+  say(`${String(r.rufid)}`)
+  for (const k of ['function_name', 'signature', 'language', 'version', 'function_id', 'content_digest', 'created_at', 'cached', 'resolution_time_ms']) {
+    if (r[k] !== undefined) say(`  ${k.padEnd(18)} ${String(r[k])}`)
+  }
+  for (const line of pinLines(r.lockfile)) say(line)
+}
+
+async function execute(rufid: string, opts: ConnectionOptions & { version?: string; args?: string; json?: boolean }): Promise<void> {
+  const args = parseJsonOption(opts.args, '--args', {})
+  const r = await clientFor(opts).request<Json>('POST', `/api/v1/functions/${encodeURIComponent(rufid)}/execute`, {
+    arguments: args,
+    ...(opts.version ? { version: opts.version } : {}),
+  }, { progress: `running ${rufid}` })
+  if (opts.json) return printJson(r)
+  say(`status  ${String(r.status)} in ${String(r.execution_time_ms)} ms (execution ${String(r.execution_id)})`)
+  say(`result  ${JSON.stringify(r.result)}`)
+}
+
+async function list(opts: ConnectionOptions & { search?: string; tags?: string; limit?: string; offset?: string; json?: boolean }): Promise<void> {
+  const r = await clientFor(opts).request<{ items: Json[]; pagination: Json }>('GET', '/api/v1/functions', undefined, {
+    query: { search: opts.search, tags: opts.tags, limit: opts.limit, offset: opts.offset },
+  })
+  if (opts.json) return printJson(r)
+  for (const f of r.items) say(`${String(f.full_rufid ?? f.rufid)}  ${String(f.function_name)}${String(f.signature)}  ${String(f.language)}  ${String(f.created_at)}`)
+  const p = r.pagination
+  say(`${r.items.length} of ${String(p.total)}${p.next_offset !== null && p.next_offset !== undefined ? ` (next: --offset ${String(p.next_offset)})` : ''}`)
+}
+
+async function remove(rufid: string, opts: ConnectionOptions & { version?: string; json?: boolean }): Promise<void> {
+  const r = await clientFor(opts).request<{ deleted: string[] }>('DELETE', `/api/v1/functions/${encodeURIComponent(rufid)}`, undefined, { query: { version: opts.version } })
+  if (opts.json) return printJson(r)
+  for (const d of r.deleted) say(`deleted ${d}`)
+}
+
+async function versions(rufid: string, opts: ConnectionOptions & { json?: boolean }): Promise<void> {
+  const r = await clientFor(opts).request<{ function_name: string; versions: Json[]; heads: Json[] }>('GET', `/api/v1/functions/${encodeURIComponent(rufid)}/versions`)
+  if (opts.json) return printJson(r)
+  say(`${r.function_name}`)
+  for (const v of r.versions) {
+    const heads = r.heads.filter((h) => h.version === v.version).map((h) => String(h.branch))
+    say(`  ${String(v.version).padEnd(5)} ${String(v.rufid_short)}  ${String(v.created_at)}  ${String(v.author)}${v.deleted_at ? '  deleted' : ''}${heads.length ? `  ← ${heads.join(', ')}` : ''}`)
+    for (const line of pinLines((v.manifest_snapshot as { lockfile?: unknown } | undefined)?.lockfile)) say(`    ${line.trim()}`)
+  }
+}
+
+async function branches(opts: ConnectionOptions & { name?: string; json?: boolean }): Promise<void> {
+  const r = await clientFor(opts).request<{ items: Json[] }>('GET', '/api/v1/functions/branches', undefined, { query: { function_name: opts.name } })
+  if (opts.json) return printJson(r)
+  for (const h of r.items) say(`${String(h.function_name)}/${String(h.branch)}  ${String(h.version)}  ${String(h.rufid)}  ${String(h.updated_at)}`)
+  if (r.items.length === 0) say('no branches')
+}
+
+const json = (cmd: Command): Command => cmd.option('--json', 'print the node\'s JSON response')
+const versionOption = (cmd: Command, what: string): Command => cmd.addOption(new Option('--version <v>', `version label, e.g. v2 (default: ${what})`))
+
+/** `svc functions …`: manifests and lockfiles locally; publishing, branches and the everyday calls against a node. */
+export function functionsCommand(): Command {
+  const cmd = new Command('functions').description('publish, deploy, resolve, run and export functions; manifests and lockfiles')
+  cmd.addHelpText('after', `
+Commands that talk to a node take --url and --token, or SVC_URL and SVC_TOKEN, or "url" and "token"
+in ~/.config/svc/config.json (or --config <file>). Failures print "error <code> <NAME>: message"
+on standard error and exit 1.`)
+  cmd.addCommand(manifestCommand())
+
+  json(withConnection(definitionOptions(cmd.command('deploy'))))
+    .description(`publish the function in --code to a branch and move the branch head to it; the first deploy creates the branch and prints its branch key once; later deploys need that key. Prints the resolved dependency versions from the node's answer.`)
+    .addOption(new Option('--branch <name>', 'branch').default('main'))
+    .addOption(new Option('--branch-key <key>', 'the branch key (env SVC_BRANCH_KEY); on a new branch, optional: your own key (16+ characters) instead of a minted one'))
+    .addHelpText('after', `
+The code directory holds ${MANIFEST_FILE} (name, entrypoint "<module>:<callable>", runtime,
+dependencies), the source file its entrypoint names (e.g. main:add → main.py / main.js / main.ts)
+and, optionally, ${LOCKFILE_FILE} from "svc functions manifest install"; without one the node
+resolves the manifest itself.
+
+Examples:
+  svc functions deploy --code ./add --branch staging                 # first deploy: prints the branch key once
+  svc functions deploy --code ./add --branch staging --branch-key "$KEY"`)
+    .action(action(deploy))
+
+  json(withConnection(cmd.command('invoke')))
+    .description('run the version a branch head points at')
+    .addOption(new Option('--branch <name>', 'branch').default('main'))
+    .option('--name <function_name>', `function name (default: the name in ${MANIFEST_FILE} of --code)`)
+    .option('--code <dir>', `directory whose ${MANIFEST_FILE} names the function`, '.')
+    .option('--args <json>', 'arguments: a JSON object of named arguments or an array', '{}')
+    .addHelpText('after', `
+Example:
+  svc functions invoke --branch staging --name add --args '{"a": 1, "b": 2}'`)
+    .action(action(invoke))
+
+  versionOption(json(withConnection(cmd.command('export'))), 'the newest')
+    .description(`write the stored ${MANIFEST_FILE} and ${LOCKFILE_FILE} of a RUFID, byte for byte as svc writes them (overwrites)`)
+    .argument('<rufid>', 'short or full RUFID')
+    .option('--out <dir>', 'directory to write into', '.')
+    .addHelpText('after', `
+Example:
+  svc functions export rufid:AbCdEfGhIjKl:v2:default --out ./add-v2`)
+    .action(action(exportFiles))
+
+  json(withConnection(definitionOptions(cmd.command('create'))))
+    .description('publish a function (no branch); with a manifest and no lockfile the node resolves one. Prints the resolved versions.')
+    .action(action(create))
+
+  versionOption(json(withConnection(cmd.command('resolve'))), 'the newest')
+    .description('resolve a RUFID: its version, metadata and pinned dependencies')
+    .argument('<rufid>', 'short or full RUFID')
+    .action(action(resolveRufid))
+
+  versionOption(json(withConnection(cmd.command('execute'))), 'the newest')
+    .description('run a function by RUFID')
+    .argument('<rufid>', 'short or full RUFID')
+    .option('--args <json>', 'arguments: a JSON object of named arguments or an array', '{}')
+    .action(action(execute))
+
+  json(withConnection(cmd.command('list')))
+    .description('list the newest version of each function')
+    .option('--search <text>', 'search name, description, signature and tags')
+    .option('--tags <list>', 'comma-separated tags that must all be present')
+    .option('--limit <n>', 'page size (default 20)')
+    .option('--offset <n>', 'page start (default 0)')
+    .action(action(list))
+
+  versionOption(json(withConnection(cmd.command('delete'))), 'every live version of the hash')
+    .description('delete (tombstone) a function version; its number is never reused')
+    .argument('<rufid>', 'short or full RUFID')
+    .action(action(remove))
+
+  json(withConnection(cmd.command('versions')))
+    .description("the version ledger of a RUFID's lineage: every version with its manifest and lockfile snapshot and branch moves")
+    .argument('<rufid>', 'short or full RUFID')
+    .action(action(versions))
+
+  json(withConnection(cmd.command('branches')))
+    .description('branch heads of the tenant (or of one function)')
+    .option('--name <function_name>', 'only this function')
+    .action(action(branches))
+
+  return cmd
+}

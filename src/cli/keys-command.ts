@@ -1,0 +1,89 @@
+import { Command, Option } from 'commander'
+import { SCOPES } from '../engine/auth/permissions.js'
+import { CliError, action, printJson, resolveSettings, SvcHttpClient, withConnection, type ConnectionOptions } from './http-client.js'
+
+/** What `svc keys create` received; `admin`, `tenant` and `dataDir` exist when an admin handler is given. */
+export interface KeyCreateOptions extends ConnectionOptions {
+  admin?: boolean
+  tenant?: string
+  dataDir?: string
+  name?: string
+  scopes?: string
+  expiresDays?: string
+  json?: boolean
+}
+
+export interface KeysCommandOptions {
+  /**
+   * Handles `svc keys create --admin` (an administrator key minted offline into a stopped node's
+   * data directory). Without it, `--admin` is not offered.
+   */
+  admin?: (opts: KeyCreateOptions) => Promise<void>
+}
+
+const say = (line: string): void => {
+  process.stdout.write(line + '\n')
+}
+
+async function createOnline(opts: KeyCreateOptions): Promise<void> {
+  if (!opts.name) throw new CliError(1006, 'VALIDATION_FAILED', '--name is required')
+  const scopes = (opts.scopes ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  if (scopes.length === 0) throw new CliError(1006, 'VALIDATION_FAILED', `--scopes is required (comma-separated: ${SCOPES.join(', ')})`)
+  let expires_days: number | undefined
+  if (opts.expiresDays !== undefined) {
+    expires_days = Number(opts.expiresDays)
+    if (!Number.isInteger(expires_days) || expires_days < 1) throw new CliError(1006, 'VALIDATION_FAILED', '--expires-days must be a whole number of days, at least 1')
+  }
+  const client = new SvcHttpClient(resolveSettings(opts))
+  const r = await client.request<Record<string, unknown>>('POST', '/api/v1/auth/v2/api-keys', { name: opts.name, scopes, ...(expires_days !== undefined ? { expires_days } : {}) })
+  if (opts.json) return printJson(r)
+  say(`api key ${String(r.key_id)} "${String(r.name)}" for tenant ${String(r.tenant_id)}; scopes ${(r.scopes as string[]).join(', ')}; expires ${r.expires_at === null ? 'never' : String(r.expires_at)}`)
+  say('the key (shown once, stored only as a hash):')
+  say(`  ${String(r.api_key)}`)
+}
+
+/** `svc keys …`: API keys of a running node (create, list, revoke), plus `create --admin` when a handler is injected. */
+export function keysCommand(options: KeysCommandOptions = {}): Command {
+  const keys = new Command('keys').description('API keys')
+
+  const create = withConnection(keys.command('create'))
+    .description(`mint an API key on a node (needs an admin credential); the key is printed once. Scopes: ${SCOPES.join(', ')}${options.admin ? '. With --admin: an administrator key written straight into a stopped node\'s data directory' : ''}`)
+    .option('--name <name>', 'a name for the key')
+    .option('--scopes <list>', `comma-separated scopes (${SCOPES.join(', ')})`)
+    .option('--expires-days <n>', "days until the key expires (default: the node's auth.keys.default_expires_days)")
+    .option('--json', 'print JSON')
+  if (options.admin) {
+    create
+      .addOption(new Option('--admin', 'administrator key, minted offline into the data directory (the node must be stopped)'))
+      .addOption(new Option('--tenant <tenant_id>', 'with --admin: tenant of the key (default: auth.default_tenant)'))
+      .addOption(new Option('--data-dir <dir>', 'with --admin: data directory (SVC_DATA_DIR)'))
+  }
+  create.action(action(async (opts: KeyCreateOptions) => {
+    if (opts.admin && options.admin) return options.admin(opts)
+    await createOnline(opts)
+  }))
+
+  withConnection(keys.command('list'))
+    .description('list the API keys of your tenant (never their secrets)')
+    .option('--json', 'print JSON')
+    .action(action(async (opts: ConnectionOptions & { json?: boolean }) => {
+      const r = await new SvcHttpClient(resolveSettings(opts)).request<{ items: Array<Record<string, unknown>> }>('GET', '/api/v1/auth/v2/api-keys')
+      if (opts.json) return printJson(r)
+      for (const k of r.items) {
+        const state = k.revoked_at ? `revoked ${String(k.revoked_at)}` : k.expires_at ? `expires ${String(k.expires_at)}` : 'never expires'
+        say(`${String(k.key_id)}  ${String(k.name)}  ${(k.scopes as string[] | undefined ?? []).join(',')}  ${state}`)
+      }
+      if (r.items.length === 0) say('no keys')
+    }))
+
+  withConnection(keys.command('revoke'))
+    .description('revoke an API key by id')
+    .argument('<key_id>', 'the key id (from svc keys list)')
+    .option('--json', 'print JSON')
+    .action(action(async (keyId: string, opts: ConnectionOptions & { json?: boolean }) => {
+      const r = await new SvcHttpClient(resolveSettings(opts)).request<Record<string, unknown>>('DELETE', `/api/v1/auth/v2/api-keys/${encodeURIComponent(keyId)}`)
+      if (opts.json) return printJson(r)
+      say(`revoked ${String(r.key_id)} at ${String(r.revoked_at)}`)
+    }))
+  return keys
+}
