@@ -1,5 +1,6 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql/index.js'
-import { type ErrorName, SvcError, toSvcError } from '../../core/errors.js'
+import { SvcError, toSvcError } from '../../core/errors.js'
+import { httpStatusOf } from '../http-status.js'
 
 /**
  * The one place the GraphQL door maps svc error codes (decisions.md "Errors"): every error a
@@ -7,27 +8,8 @@ import { type ErrorName, SvcError, toSvcError } from '../../core/errors.js'
  * limits, malformed documents) also get an HTTP status, and over graphql-ws a close code.
  */
 
-/** HTTP status of a request the GraphQL door refuses before executing it. */
-const STATUS: Record<ErrorName, number> = {
-  INVALID_RUFID: 400,
-  RUFID_NOT_FOUND: 404,
-  PERMISSION_DENIED: 403,
-  EXECUTION_TIMEOUT: 408,
-  RATE_LIMITED: 429,
-  VALIDATION_FAILED: 400,
-  EXECUTION_FAILED: 422,
-  RUFID_COLLISION: 409,
-  INTERNAL_ERROR: 500,
-  SERVICE_UNAVAILABLE: 503,
-  FEDERATION_UNREACHABLE: 502,
-  SYNC_CONFLICT: 409,
-}
-
-export function httpStatusOf(err: SvcError): number {
-  if (err.reason === 'unauthenticated') return 401
-  if (err.reason === 'payload_too_large') return 413
-  return STATUS[err.name]
-}
+/** HTTP status of a request the GraphQL door refuses before executing it (shared with REST). */
+export { httpStatusOf }
 
 /**
  * Close code of a graphql-ws connection refused at `connection_init`: 4401 (no or invalid

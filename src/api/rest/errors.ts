@@ -1,27 +1,7 @@
-import { type ErrorName, SvcError, toSvcError } from '../../core/errors.js'
+import { SvcError, toSvcError } from '../../core/errors.js'
+import { httpStatusOf } from '../http-status.js'
 
-/** HTTP status of each svc error code: the one place the REST door maps codes (decisions.md). */
-const STATUS: Record<ErrorName, number> = {
-  INVALID_RUFID: 400,
-  RUFID_NOT_FOUND: 404,
-  PERMISSION_DENIED: 403,
-  EXECUTION_TIMEOUT: 408,
-  RATE_LIMITED: 429,
-  VALIDATION_FAILED: 400,
-  EXECUTION_FAILED: 422,
-  RUFID_COLLISION: 409,
-  INTERNAL_ERROR: 500,
-  SERVICE_UNAVAILABLE: 503,
-  FEDERATION_UNREACHABLE: 502,
-  SYNC_CONFLICT: 409,
-}
-
-export function httpStatusOf(err: SvcError): number {
-  if (err.reason === 'unauthenticated') return 401
-  if (err.reason === 'payload_too_large') return 413
-  if (err.reason === 'unprocessable') return 422
-  return STATUS[err.name]
-}
+export { httpStatusOf }
 
 export interface RestErrorBody {
   error: { code: number; name: string; message: string; details: Record<string, unknown> }

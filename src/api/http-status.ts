@@ -1,0 +1,27 @@
+import type { ErrorName, SvcError } from '../core/errors.js'
+
+/**
+ * The HTTP status of each svc error code (decisions.md "Errors"), shared by the two doors that
+ * answer over HTTP: REST and GraphQL. gRPC maps codes in its own `api/grpc/errors.ts`.
+ */
+const STATUS: Record<ErrorName, number> = {
+  INVALID_RUFID: 400,
+  RUFID_NOT_FOUND: 404,
+  PERMISSION_DENIED: 403,
+  EXECUTION_TIMEOUT: 408,
+  RATE_LIMITED: 429,
+  VALIDATION_FAILED: 400,
+  EXECUTION_FAILED: 422,
+  RUFID_COLLISION: 409,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+  FEDERATION_UNREACHABLE: 502,
+  SYNC_CONFLICT: 409,
+}
+
+export function httpStatusOf(err: SvcError): number {
+  if (err.reason === 'unauthenticated') return 401
+  if (err.reason === 'payload_too_large') return 413
+  if (err.reason === 'unprocessable') return 422
+  return STATUS[err.name]
+}
