@@ -4,6 +4,7 @@ import { functionsCommand } from './functions-command.js'
 import { keysCommand } from './keys-command.js'
 import { startCommand } from './node-command.js'
 import { rufidCommand } from './rufid-command.js'
+import { federationCommand } from './federation-command.js'
 import { VERSION } from '../daemon/version.js'
 
 /** `svc`: the command line for operators and developers. */
@@ -13,5 +14,6 @@ program.addCommand(new Command('node').description('run and manage a node').addC
 program.addCommand(rufidCommand())
 program.addCommand(functionsCommand())
 program.addCommand(keysCommand({ admin: createAdminKeyOffline }))
+program.addCommand(federationCommand())
 
 await program.parseAsync(process.argv)

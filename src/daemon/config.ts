@@ -3,6 +3,7 @@ import { homedir } from 'node:os'
 import { resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
+import { federationConfigSchema } from '../federation/daemon-wiring.js'
 
 const limits = z.object({
   timeout_ms: z.number().int().min(1).max(600_000),
@@ -103,6 +104,7 @@ export const configSchema = z.object({
     defaults: limits.strict(),
     max: limits.strict(),
   }).strict(),
+  federation: federationConfigSchema,
 }).strict()
 
 export type SvcConfig = z.infer<typeof configSchema>

@@ -15,6 +15,7 @@ import {
   createCatalogStore, createEngine, createMetrics, EventBus, type Engine, type EngineAuthInit, type LevelDatabase,
 } from '../engine/index.js'
 import { announceAdminKey } from './admin-key.js'
+import { startDaemonFederation, type DaemonFederation } from '../federation/daemon-wiring.js'
 import type { SvcConfig } from './config.js'
 import { VERSION } from './version.js'
 
@@ -118,6 +119,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
   let grpcUrl: string | undefined
   let sockets: Array<{ close(): Promise<void> }> = []
   let server: Server | undefined
+  let federation: DaemonFederation | undefined
   let url = ''
 
   return {
@@ -169,7 +171,10 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         const { port } = await grpc.start()
         grpcUrl = `${config.grpc.host}:${port}`
       }
-      logger.info({ url, grpc: grpcUrl ?? null, data_dir: config.data_dir }, 'svc-node listening')
+      federation = await startDaemonFederation(config.federation, {
+        engine, logger: logger.child({ component: 'federation' }), metrics: engine.metrics, dataDir: config.data_dir, endpoint: url,
+      })
+      logger.info({ url, grpc: grpcUrl ?? null, data_dir: config.data_dir, peer_id: federation?.peerId ?? null, p2p: federation?.multiaddrs ?? [] }, 'svc-node listening')
     },
     async stop() {
       if (draining) return
@@ -184,6 +189,8 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         await closed
         clearTimeout(timer)
       }
+      await federation?.stop().catch((err: unknown) => logger.warn({ err }, 'federation stop failed'))
+      federation = undefined
       await engine.stop()
       logger.info('svc-node stopped')
     },

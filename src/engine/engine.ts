@@ -20,6 +20,9 @@ import { ManifestService, type LockfileGeneratorInit } from './manifests/index.j
 import { BranchService } from './branches/index.js'
 import type { CatalogStore, LevelDatabase } from './storage/catalog-store.js'
 import type { Principal } from './types.js'
+import { CatalogReplica } from './replication/catalog-replica.js'
+import type { FederationPort } from './replication/federation-port.js'
+import { fetchMissingCode } from './replication/remote-code.js'
 
 export interface EngineAuthInit {
   /**
@@ -75,6 +78,12 @@ export interface Engine {
   /** true between a successful start() and stop() */
   readonly ready: boolean
   readonly marketplace: Marketplace
+  /** the replicated catalog: change log, version vector, conflicts, digest */
+  readonly replication: CatalogReplica
+  /** the federation port, when this node is a federation member (undefined: a single node) */
+  readonly federation: FederationPort | undefined
+  /** attaches (or, with undefined, detaches) the federation port */
+  attachFederation(port: FederationPort | undefined): void
   /** service-spec §4.3 native execution */
   nativeExecute(principal: Principal, body: NativeExecuteRequest): Promise<NativeExecuteResult>
   /** `/v1` publish: base64 source and a runtime such as `node20` or `python3.11` */
@@ -88,7 +97,17 @@ export interface Engine {
 export function createEngine(init: EngineInit, components: EngineComponents): Engine {
   const { db, store, sandbox, metrics, events } = components
   const manifests = new ManifestService({ lockfile: init.lockfile ?? {} })
-  const functions = new FunctionRegistry(init.registry, { store, metrics, events, manifests })
+  const replication = new CatalogReplica({ db, store })
+  const functions = new FunctionRegistry(init.registry, {
+    store, metrics, events, manifests,
+    replication: {
+      recorded: (op, fn, ledger) => replication.recordLocal(op, fn, ledger),
+      assertNotLoser: (tenant, short, version) => replication.assertNotLoser(tenant, short, version),
+      fetchCode: (fn) => fetchMissingCode(fn, { store, federation }),
+    },
+  })
+  replication.onApplied((fn) => functions.invalidate(fn.tenant_id, fn.rufid_short, fn.version))
+  let federation: FederationPort | undefined
   const executions = new ExecutionService(init.execution, { registry: functions, store, sandbox, metrics, events })
   const keys = new ApiKeyService(init.auth.keys, init.auth.mode === 'standard' ? createLevelKeyStorage(db) : createMemoryKeyStorage())
   const authenticator: Authenticator = init.auth.mode === 'none'
@@ -118,6 +137,13 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
       return ready && store.isOpen
     },
     marketplace,
+    replication,
+    get federation() {
+      return federation
+    },
+    attachFederation(port) {
+      federation = port
+    },
     nativeExecute(principal, body) {
       return nativeExecute(principal, body, { functions, executions })
     },
@@ -130,6 +156,7 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     start() {
       starting ??= (async () => {
         await store.start()
+        await replication.start()
         await auditLog.start()
         await marketplace.start(() => store.allFunctions())
         await sandbox.start()
@@ -148,6 +175,7 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
       await sandbox.stop()
       await executions.drain()
       await auditLog.stop()
+      await replication.stop()
       await store.stop()
     },
   }

@@ -12,6 +12,7 @@ import { registerBranchRoutes } from './routes/branches.js'
 import { registerExecutionRoutes } from './routes/executions.js'
 import { registerSystemRoutes } from './routes/system.js'
 import { registerV1Routes } from './routes/v1.js'
+import { registerFederationRoutes } from './routes/federation.js'
 
 export interface RestApiInit {
   /** request bodies above this get 413 and are not read further */
@@ -106,6 +107,7 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
   registerExecutionRoutes(router, components)
   registerAuthRoutes(router, components)
   registerV1Routes(router, components)
+  registerFederationRoutes(router, components)
   app.use(router.routes())
   app.use(router.allowedMethods())
   return app

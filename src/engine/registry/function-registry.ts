@@ -14,6 +14,7 @@ import { parseOrThrow } from '../validation.js'
 import { createInputSchema, type CreateFunctionInput } from './create-input.js'
 import { importStatement } from './import-statement.js'
 import { ResolutionCache } from './resolution-cache.js'
+import { lacksCode, type RegistryReplicationHooks } from '../replication/registry-hooks.js'
 
 export interface FunctionRegistryInit {
   cache: { maxEntries: number; ttlMs: number }
@@ -28,6 +29,8 @@ export interface FunctionRegistryComponents {
   events: EventBus
   /** manifest and lockfile validation and lockfile generation (default: one with the public indexes) */
   manifests?: ManifestService
+  /** federation replication: told of local creates and deletes; refuses the losing side of a conflict (2002) */
+  replication?: RegistryReplicationHooks
 }
 
 export interface CreateOptions {
@@ -99,12 +102,14 @@ export class FunctionRegistry {
   private readonly writes = new Mutex()
   private readonly createSchema: ReturnType<typeof createInputSchema>
   private readonly shareBaseOf: () => string
+  private readonly replication: RegistryReplicationHooks | undefined
 
   constructor(init: FunctionRegistryInit, components: FunctionRegistryComponents) {
     this.store = components.store
     this.metrics = components.metrics
     this.events = components.events
     this.manifests = components.manifests ?? new ManifestService()
+    this.replication = components.replication
     this.cache = new ResolutionCache(init.cache)
     this.createSchema = createInputSchema({ maxSourceBytes: init.maxSourceBytes })
     const base = init.shareBase
@@ -181,6 +186,7 @@ export class FunctionRegistry {
       const move = options.withinWrite ? await options.withinWrite(fn, ledger, true) : undefined
       if (move) ledger = move.ledger
       await this.store.putNewVersion({ fn, ledger, ...(move ? { head: move.head } : {}) })
+      await this.replication?.recorded('added', fn, ledger)
       this.cache.delete(cacheKey(tenant, short))
       return { fn, created: true }
     })
@@ -253,6 +259,11 @@ export class FunctionRegistry {
       fn = await this.lookup(tenant, target)
       this.cache.set(key, fn)
     }
+    this.replication?.assertNotLoser(tenant, fn.rufid_short, fn.version)
+    if (this.replication?.fetchCode && lacksCode(fn)) {
+      fn = await this.replication.fetchCode(fn)
+      this.cache.set(key, fn)
+    }
     this.metrics.rufidResolutions.inc({ cached: String(cached) })
     return { fn, cached, resolution_time_ms: performance.now() - started }
   }
@@ -304,6 +315,7 @@ export class FunctionRegistry {
         const ledger = await this.store.getLedgerEntry(tenant, fn.function_name, fn.version)
         const tombstone: FunctionVersion = { ...fn, deleted_at }
         await this.store.putTombstone(tombstone, { ...(ledger ?? ledgerOf(fn)), deleted_at })
+        await this.replication?.recorded('deleted', tombstone, { ...(ledger ?? ledgerOf(fn)), deleted_at })
         this.cache.delete(cacheKey(tenant, fn.rufid_short, fn.version))
         this.cache.delete(cacheKey(tenant, fn.rufid_short))
       }
@@ -340,6 +352,12 @@ export class FunctionRegistry {
     return this.store.ledgerEntries(functionName === undefined
       ? { tenant: principal.tenant_id }
       : { tenant: principal.tenant_id, function_name: functionName })
+  }
+
+  /** Drops cached resolutions of one hash (a replicated change altered it). */
+  invalidate(tenant: string, short: string, version?: number): void {
+    this.cache.delete(cacheKey(tenant, short))
+    if (version !== undefined) this.cache.delete(cacheKey(tenant, short, version))
   }
 
   cacheStats(): { size: number; hits: number; misses: number; hit_ratio: number } {

@@ -194,6 +194,18 @@ export class CatalogStore {
     ], true)
   }
 
+  /**
+   * Stores a version received from a federation peer (replication): the version and its digest,
+   * and the ledger entry when that content holds the key (a conflict's loser has none), atomically.
+   */
+  async putReplicatedVersion(fn: FunctionVersion, ledger: LedgerEntry | undefined): Promise<void> {
+    await this.write([
+      { type: 'put', sublevel: this.functions, key: functionKey(fn.tenant_id, fn.rufid_short, fn.version), value: fn },
+      { type: 'put', sublevel: this.digests, key: fn.rufid_short, value: fn.content_digest },
+      ...(ledger ? [{ type: 'put' as const, sublevel: this.ledger, key: ledgerKey(ledger.tenant_id, ledger.function_name, ledger.version), value: ledger }] : []),
+    ], true)
+  }
+
   async getLedgerEntry(tenant: string, name: string, version: number): Promise<LedgerEntry | undefined> {
     return (await this.ledger.get(ledgerKey(tenant, name, version))) as LedgerEntry | undefined
   }

@@ -1,0 +1,4 @@
+export { CatalogReplica, catalogKey, type CatalogChange, type CatalogConflict, type SyncBatch, type VersionVector, type ApplyResult } from './catalog-replica.js'
+export { HybridLogicalClock } from './hlc.js'
+export type { RegistryReplicationHooks } from './registry-hooks.js'
+export type { FederationPort, FederatedDiscovery, FederationNodeInfo } from './federation-port.js'

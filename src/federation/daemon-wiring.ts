@@ -1,0 +1,92 @@
+import { readFileSync } from 'node:fs'
+import { isAbsolute, join, resolve } from 'node:path'
+import { z } from 'zod'
+import type { Engine } from '../engine/engine.js'
+import type { SvcMetrics } from '../engine/metrics.js'
+import { createFederation, type Federation } from './federation.js'
+import { loadOrCreatePeerIdentity } from './identity.js'
+import type { FederationLogger } from './logger.js'
+
+/** The `federation:` section of the node config (defaults in config/default.yaml). */
+export const federationConfigSchema = z.object({
+  enabled: z.boolean(),
+  /** libp2p listen multiaddrs */
+  listen: z.array(z.string().min(1)),
+  /** multiaddrs announced to peers instead of the listen addresses (empty: the listen addresses) */
+  announce: z.array(z.string().min(1)),
+  /** multiaddrs with /p2p/<peerId> to connect to at start */
+  bootstrap: z.array(z.string().min(1)),
+  /** the federation CA certificate (PEM file) */
+  ca_file: z.string(),
+  /** this node's certificate (PEM file) issued by `svc federation cert issue` */
+  cert_file: z.string(),
+  /** the libp2p identity key (empty: <data_dir>/peer-key, created on first start) */
+  identity_file: z.string(),
+  /** revoked node certificates: serial numbers or SHA-256 fingerprints */
+  revoked: z.array(z.string().min(1)),
+  /** PeerIds of registry nodes this node registers with (empty: none) */
+  registry_peers: z.array(z.string().min(1)),
+  /** anti-entropy sync with one member this often (0 disables) */
+  sync_interval_ms: z.number().int().min(0),
+}).strict()
+
+export type FederationConfig = z.infer<typeof federationConfigSchema>
+
+export const federationConfigDefaults: FederationConfig = {
+  enabled: false,
+  listen: ['/ip4/0.0.0.0/tcp/4001'],
+  announce: [],
+  bootstrap: [],
+  ca_file: '',
+  cert_file: '',
+  identity_file: '',
+  revoked: [],
+  registry_peers: [],
+  sync_interval_ms: 2000,
+}
+
+export interface DaemonFederationComponents {
+  engine: Engine
+  logger: FederationLogger
+  metrics: SvcMetrics
+  /** the node's data directory (identity default, relative paths) */
+  dataDir: string
+  /** this node's public REST endpoint (known after listen) */
+  endpoint: string
+}
+
+export interface DaemonFederation {
+  federation: Federation
+  peerId: string
+  multiaddrs: string[]
+  stop(): Promise<void>
+}
+
+/**
+ * Starts the federation of a daemon from its config section, attached to the engine, or returns
+ * undefined when `enabled` is false. Throws when enabled without a CA or certificate.
+ */
+export async function startDaemonFederation(config: FederationConfig, components: DaemonFederationComponents): Promise<DaemonFederation | undefined> {
+  if (!config.enabled) return undefined
+  if (config.ca_file === '' || config.cert_file === '') {
+    throw new Error('federation.enabled needs federation.ca_file and federation.cert_file (see `svc federation ca init` and `svc federation cert issue`)')
+  }
+  const path = (p: string): string => (isAbsolute(p) ? p : resolve(p))
+  const identity = await loadOrCreatePeerIdentity(components.dataDir, config.identity_file ? path(config.identity_file) : join(components.dataDir, 'peer-key'))
+  const federation = createFederation({
+    privateKey: identity.privateKey,
+    listen: config.listen,
+    announce: config.announce,
+    bootstrap: config.bootstrap,
+    caCertPem: readFileSync(path(config.ca_file), 'utf8'),
+    certPem: readFileSync(path(config.cert_file), 'utf8'),
+    revoked: config.revoked,
+    endpoint: components.endpoint,
+    registryPeers: config.registry_peers,
+    syncIntervalMs: config.sync_interval_ms,
+  }, { engine: components.engine, logger: components.logger, metrics: components.metrics })
+  await federation.start()
+  const multiaddrs = federation.node.multiaddrs()
+  components.logger.info({ peer_id: identity.peerId, multiaddrs }, 'federation started')
+  return { federation, peerId: identity.peerId, multiaddrs, stop: () => federation.stop() }
+}

@@ -1,0 +1,331 @@
+import { SvcError } from '../core/errors.js'
+import { computeRufid } from '../core/rufid.js'
+import type { Engine } from '../engine/engine.js'
+import type { SvcMetrics } from '../engine/metrics.js'
+import type { CatalogChange, SyncBatch, VersionVector } from '../engine/replication/catalog-replica.js'
+import type { FederatedDiscovery, FederationNodeInfo, FederationPort } from '../engine/replication/federation-port.js'
+import type { FunctionVersion, Principal } from '../engine/types.js'
+import { CertificateVerifier, MembershipError } from './certificates.js'
+import { noopLogger, type FederationLogger } from './logger.js'
+import { createFederationNode, type FederationMember, type FederationNode, type FederationNodeInit, type NodeRegistration } from './node.js'
+
+export const CATALOG_TOPIC = 'svc/catalog/1'
+export const NODES_TOPIC = 'svc/nodes/1'
+export const SYNC_PROTOCOL = '/svc/sync/1.0.0'
+export const CODE_PROTOCOL = '/svc/code/1.0.0'
+export const REGISTER_PROTOCOL = '/svc/register/1.0.0'
+
+export interface FederationInit extends FederationNodeInit {
+  /** PeerIds of registry nodes to register with after start (may be empty: every member is a registry) */
+  registryPeers?: string[]
+  /** anti-entropy: sync with one member this often (default 2000 ms, 0 disables) */
+  syncIntervalMs?: number
+}
+
+export interface FederationComponents {
+  engine: Engine
+  logger?: FederationLogger
+  metrics?: SvcMetrics
+}
+
+/** Changes travel without code: code is fetched on demand from a provider and checked against its digest. */
+const withoutCode = (c: CatalogChange): CatalogChange => ({ ...c, fn: { ...c.fn, source_code: '' } })
+
+/**
+ * The federation of one node: its libp2p member node, catalog replication (gossip of changes and
+ * incremental sync by version vector), discovery (DHT provider records keyed by a CID of each
+ * content digest), code on demand, and registration. It implements the engine's FederationPort.
+ */
+export class Federation implements FederationPort {
+  readonly node: FederationNode
+  private readonly engine: Engine
+  private readonly log: FederationLogger
+  private readonly metrics: SvcMetrics | undefined
+  private readonly init: FederationInit
+  private readonly verifier: CertificateVerifier
+  /** registrations learnt from a registry's broadcast (members not connected to us directly) */
+  private readonly registered = new Map<string, NodeRegistration>()
+  private readonly unsubscribe: Array<() => void> = []
+  private readonly syncing = new Map<string, Promise<void>>()
+  private timer: NodeJS.Timeout | undefined
+
+  constructor(init: FederationInit, components: FederationComponents) {
+    this.init = init
+    this.engine = components.engine
+    this.log = components.logger ?? noopLogger
+    this.metrics = components.metrics
+    this.verifier = new CertificateVerifier({ caCertPem: init.caCertPem, revoked: init.revoked ?? [] })
+    this.node = createFederationNode(init, {
+      logger: this.log,
+      onMembersChanged: (count) => this.metrics?.federationNodesActive.set(count),
+    })
+  }
+
+  get nodeId(): string {
+    return this.node.peerId
+  }
+
+  async start(): Promise<void> {
+    await this.node.start()
+    const replica = this.engine.replication
+    this.node.subscribe(CATALOG_TOPIC, async (payload, origin) => {
+      const change = payload as CatalogChange
+      await replica.apply([change])
+      // a gap in the origin's sequence: something was missed, repair it from the sender
+      if (typeof change.seq === 'number' && (replica.versionVector()[change.origin] ?? 0) < change.seq) void this.syncWith(origin.peerId)
+    })
+    this.node.subscribe(NODES_TOPIC, (payload) => {
+      const registration = payload as NodeRegistration
+      try {
+        this.verifier.verify(registration.auth.certificate, registration.node_id)
+        if (registration.node_id !== this.nodeId) this.registered.set(registration.node_id, registration)
+      } catch {
+        // an invalid registration is not applied
+      }
+    })
+    await this.node.handleMembers(SYNC_PROTOCOL, async (request) => this.answerSync(request as Partial<SyncBatch>))
+    await this.node.handleMembers(CODE_PROTOCOL, async (request) => this.serveCode(request as { tenant_id: string; rufid_short: string; version: number; content_digest: string }))
+    await this.node.handleMembers(REGISTER_PROTOCOL, async (request) => this.register(request))
+    this.unsubscribe.push(replica.onLocalChange((change) => this.announce(change)))
+    this.unsubscribe.push(replica.onConflict((conflict) => {
+      this.log.warn({ key: conflict.key, winner: conflict.winner.rufid_short, losers: conflict.losers.map((l) => l.rufid_short) }, 'catalog conflict recorded')
+      void this.engine.auditLog.record({
+        operation: 'federation.conflict', rufid: conflict.losers.map((l) => l.rufid_short).join(','), user: 'federation', tenant: conflict.tenant_id,
+        ip: '', result: `conflict on ${conflict.function_name} v${conflict.version}: ${conflict.winner.rufid_short} wins`, duration_ms: 0, code: 2002,
+      }).catch(() => undefined)
+    }))
+    // replicated versions reach the node's listeners (marketplace index, subscriptions) as local ones do
+    this.unsubscribe.push(replica.onApplied((fn) => {
+      this.engine.events.publishSystem({
+        type: fn.deleted_at === undefined ? 'function.created' : 'function.deleted',
+        tenant_id: fn.tenant_id,
+        rufid: `rufid:${fn.rufid_short}:v${fn.version}:${fn.tenant_id}`,
+        message: `function ${fn.function_name} v${fn.version} ${fn.deleted_at === undefined ? 'replicated' : 'deleted'} from a federation peer`,
+        data: { function_name: fn.function_name, version: `v${fn.version}`, replicated: true },
+      })
+    }))
+    this.unsubscribe.push(this.node.onMember((event, member) => {
+      this.engine.events.publishSystem({
+        type: event === 'joined' ? 'peer.joined' : 'peer.left', tenant_id: null, rufid: null,
+        message: `federation member ${member.peerId} ${event}`, data: { node_id: member.peerId, endpoint: member.registration.endpoint },
+      })
+      if (event === 'joined') void this.syncWith(member.peerId)
+    }))
+    this.engine.attachFederation(this)
+    for (const member of this.node.members()) void this.syncWith(member.peerId)
+    void this.provideAll()
+    void this.registerWithRegistries()
+    const every = this.init.syncIntervalMs ?? 2_000
+    if (every > 0) {
+      this.timer = setInterval(() => {
+        const members = this.node.members()
+        if (members.length === 0) return
+        void this.syncWith(members[Math.floor(Math.random() * members.length)]!.peerId)
+      }, every)
+      this.timer.unref()
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = undefined
+    for (const u of this.unsubscribe.splice(0)) u()
+    if (this.engine.federation === this) this.engine.attachFederation(undefined)
+    await Promise.allSettled([...this.syncing.values()])
+    await this.node.stop()
+  }
+
+  // ---- replication ---------------------------------------------------------------------------
+
+  private announce(change: CatalogChange): void {
+    if (!this.node.started) return
+    void this.node.publish(CATALOG_TOPIC, withoutCode(change)).catch((err: unknown) => this.log.debug({ err }, 'gossip publish failed'))
+    if (change.op === 'added') void this.provide(change.fn.content_digest)
+  }
+
+  private async answerSync(request: Partial<SyncBatch>): Promise<SyncBatch> {
+    const incoming = [...(request.added ?? []), ...(request.updated ?? []), ...(request.deleted ?? [])]
+    if (incoming.length) await this.engine.replication.apply(incoming)
+    const batch = await this.engine.replication.changesSince(request.vector ?? {})
+    return { ...batch, added: batch.added.map(withoutCode), updated: batch.updated.map(withoutCode), deleted: batch.deleted.map(withoutCode) }
+  }
+
+  /** FederationPort.sync (REST): applies the caller's changes, answers with ours above its vector. */
+  sync(batch: Partial<SyncBatch>): Promise<SyncBatch> {
+    return this.answerSync(batch)
+  }
+
+  /** Incremental sync with one member: pull what it has above our vector, push what it lacks. */
+  syncWith(peerId: string): Promise<void> {
+    let running = this.syncing.get(peerId)
+    if (running) return running
+    running = (async () => {
+      const end = this.metrics?.federationSyncDuration.startTimer()
+      try {
+        const replica = this.engine.replication
+        const answer = await this.node.request(peerId, SYNC_PROTOCOL, { added: [], updated: [], deleted: [], timestamp: new Date().toISOString(), vector: replica.versionVector() }) as SyncBatch
+        await replica.apply([...answer.added, ...answer.updated, ...answer.deleted])
+        const mine = await replica.changesSince(answer.vector ?? {})
+        if (mine.added.length + mine.updated.length + mine.deleted.length > 0) {
+          await this.node.request(peerId, SYNC_PROTOCOL, { ...mine, added: mine.added.map(withoutCode), updated: mine.updated.map(withoutCode), deleted: mine.deleted.map(withoutCode), vector: replica.versionVector() })
+        }
+      } catch (err) {
+        this.log.debug({ peer_id: peerId, err }, 'sync failed')
+      } finally {
+        end?.()
+      }
+    })().finally(() => this.syncing.delete(peerId))
+    this.syncing.set(peerId, running)
+    return running
+  }
+
+  // ---- discovery and code ----------------------------------------------------------------------
+
+  private async provide(digest: string): Promise<void> {
+    try {
+      await this.node.provide(digest)
+    } catch (err) {
+      this.log.debug({ err, digest }, 'provide failed')
+    }
+  }
+
+  private async provideAll(): Promise<void> {
+    const digests = new Set<string>()
+    for await (const fn of this.engineStoreFunctions()) if (fn.deleted_at === undefined && fn.source_code !== '') digests.add(fn.content_digest)
+    for (const d of digests) await this.provide(d)
+  }
+
+  private async *engineStoreFunctions(): AsyncGenerator<FunctionVersion> {
+    // every version this node recorded or applied is in the replica's change log
+    const batch = await this.engine.replication.changesSince({})
+    for (const c of [...batch.added, ...batch.updated]) {
+      const found = await this.engine.replication.localVersion(c.fn.tenant_id, c.fn.rufid_short, c.fn.version)
+      if (found) yield found
+    }
+  }
+
+  private async serveCode(request: { tenant_id: string; rufid_short: string; version: number; content_digest: string }): Promise<{ source_code: string }> {
+    const fn = await this.engine.replication.localVersion(request.tenant_id, request.rufid_short, request.version)
+    if (fn === undefined || fn.source_code === '' || fn.content_digest !== request.content_digest) {
+      throw new SvcError('RUFID_NOT_FOUND', 'this node does not hold that code')
+    }
+    return { source_code: fn.source_code }
+  }
+
+  /** FederationPort.fetchCode: providers from the DHT (members only), then other members; the first matching code wins. */
+  async fetchCode(tenant: string, short: string, version: number, contentDigest: string): Promise<string> {
+    const fn = await this.engine.replication.localVersion(tenant, short, version)
+    const tried = new Set<string>()
+    const attempt = async (peerId: string): Promise<string | undefined> => {
+      if (tried.has(peerId)) return undefined
+      tried.add(peerId)
+      try {
+        const answer = await this.node.request(peerId, CODE_PROTOCOL, { tenant_id: tenant, rufid_short: short, version, content_digest: contentDigest }, 5_000) as { source_code?: unknown }
+        if (typeof answer.source_code !== 'string' || fn === undefined) return undefined
+        const digest = computeRufid({ ...fn, source_code: answer.source_code }).content_digest
+        if (digest !== contentDigest) {
+          this.log.warn({ peer_id: peerId, rufid_short: short, expected: contentDigest, got: digest }, 'provider served code that does not match its digest: refused')
+          return undefined
+        }
+        return answer.source_code
+      } catch (err) {
+        this.log.debug({ peer_id: peerId, err }, 'code fetch failed')
+        return undefined
+      }
+    }
+    // providers announced in the DHT (members only), in a stable order; then members that may hold
+    // the code without their record having reached us yet
+    const providers = (await this.node.findProviders(contentDigest, { timeoutMs: 2_000 })).map((p) => p.peerId).sort()
+    const others = this.node.members().map((m) => m.peerId).filter((id) => !providers.includes(id)).sort()
+    for (const peerId of [...providers, ...others]) {
+      const code = await attempt(peerId)
+      if (code !== undefined) {
+        void this.provide(contentDigest)
+        return code
+      }
+    }
+    throw new SvcError('FEDERATION_UNREACHABLE', `no reachable provider holds ${short} v${version}`, { details: { rufid_short: short, content_digest: contentDigest, tried: [...tried] } })
+  }
+
+  async discover(principal: Principal, rufid: string): Promise<FederatedDiscovery> {
+    try {
+      const target = this.engine.functions.target(principal, rufid)
+      const lineage = await this.engine.functions.lineage(principal, target)
+      const entries = lineage.entries.filter((e) => e.rufid_short === target.short && (target.version === undefined || e.version === target.version))
+      const digest = entries[0]?.content_digest ?? null
+      const nodes: FederatedDiscovery['nodes'] = []
+      if (digest) {
+        const local = await this.engine.replication.localVersion(principal.tenant_id, target.short, entries[entries.length - 1]!.version)
+        if (local && local.source_code !== '') nodes.push({ node_id: this.nodeId, endpoint: this.node.self.endpoint, source: 'self' })
+        for (const p of await this.node.findProviders(digest, { timeoutMs: 2_000 })) {
+          nodes.push({ node_id: p.peerId, endpoint: p.registration.endpoint, source: 'dht' })
+        }
+      }
+      this.metrics?.federationDiscoveryRequests.inc({ result: nodes.length ? 'found' : 'not_found' })
+      return {
+        rufid, rufid_short: target.short, content_digest: digest, function_name: lineage.function_name,
+        versions: entries.filter((e) => e.deleted_at === undefined).map((e) => `v${e.version}`), nodes,
+      }
+    } catch (err) {
+      this.metrics?.federationDiscoveryRequests.inc({ result: 'error' })
+      throw err
+    }
+  }
+
+  // ---- registration ------------------------------------------------------------------------------
+
+  nodes(): FederationNodeInfo[] {
+    const info = (r: NodeRegistration, self: boolean, verified_at: string | null): FederationNodeInfo =>
+      ({ node_id: r.node_id, endpoint: r.endpoint, capabilities: r.capabilities, self, verified_at })
+    const out = new Map<string, FederationNodeInfo>()
+    out.set(this.nodeId, info(this.node.self, true, null))
+    for (const m of this.node.members()) out.set(m.peerId, info(m.registration, false, m.verified_at))
+    for (const [id, r] of this.registered) if (!out.has(id)) out.set(id, info(r, false, null))
+    return [...out.values()].sort((a, b) => (a.self ? -1 : b.self ? 1 : a.node_id.localeCompare(b.node_id)))
+  }
+
+  /** Checks a registration's certificate against its node_id, broadcasts it, returns the node list. */
+  async register(raw: unknown): Promise<FederationNodeInfo[]> {
+    const r = raw as Partial<NodeRegistration> | null
+    if (r === null || typeof r !== 'object' || typeof r.node_id !== 'string' || typeof r.endpoint !== 'string' || typeof r.auth?.certificate !== 'string') {
+      throw new SvcError('VALIDATION_FAILED', 'a registration needs node_id, endpoint, capabilities and auth.certificate')
+    }
+    try {
+      this.verifier.verify(r.auth.certificate, r.node_id)
+    } catch (err) {
+      const failure = err instanceof MembershipError ? err.failure : 'malformed'
+      throw new SvcError('PERMISSION_DENIED', `registration refused: ${(err as Error).message}`, { details: { failure } })
+    }
+    const registration: NodeRegistration = {
+      node_id: r.node_id, endpoint: r.endpoint,
+      capabilities: { languages: r.capabilities?.languages ?? [], max_concurrent: r.capabilities?.max_concurrent ?? 1, protocols: r.capabilities?.protocols ?? [] },
+      auth: { certificate: r.auth.certificate, public_key: r.auth.public_key ?? '' },
+    }
+    if (registration.node_id !== this.nodeId) this.registered.set(registration.node_id, registration)
+    await this.node.publish(NODES_TOPIC, registration).catch(() => undefined)
+    return this.nodes()
+  }
+
+  private async registerWithRegistries(): Promise<void> {
+    for (const peer of this.init.registryPeers ?? []) {
+      if (peer === this.nodeId) continue
+      try {
+        const list = await this.node.request(peer, REGISTER_PROTOCOL, this.node.self) as FederationNodeInfo[]
+        this.log.info({ registry: peer, nodes: list.length }, 'registered with the federation registry')
+      } catch (err) {
+        this.log.warn({ registry: peer, err }, 'registration failed')
+      }
+    }
+  }
+
+  /** for tests: the member record of a peer */
+  member(peerId: string): FederationMember | undefined {
+    return this.node.member(peerId)
+  }
+}
+
+export function createFederation(init: FederationInit, components: FederationComponents): Federation {
+  return new Federation(init, components)
+}
+
+export type { VersionVector }

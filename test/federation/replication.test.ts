@@ -1,0 +1,175 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Engine } from '../../src/engine/index.js'
+import { issueNodeCertificate } from '../../src/federation/certificates.js'
+import { createFederation, type Federation } from '../../src/federation/federation.js'
+import { createTestEngine, principal } from '../fixtures/engine.js'
+import { newIdentity, testCa, waitFor, type TestIdentity } from './fixtures.js'
+
+interface Member {
+  engine: Engine
+  identity: TestIdentity
+  federation: Federation
+}
+
+const fn = (name: string, body: string) => ({
+  function_name: name, signature: '(a)', language: 'javascript', source_code: `function ${name}(a) {\n  return ${body}\n}\n`,
+})
+
+async function startFederation(engine: Engine, identity: TestIdentity, bootstrap: string[] = [], patch?: (f: Federation) => void): Promise<Federation> {
+  const federation = createFederation({
+    privateKey: identity.privateKey,
+    listen: ['/ip4/127.0.0.1/tcp/0'],
+    bootstrap,
+    caCertPem: testCa().certPem,
+    certPem: issueNodeCertificate(testCa(), identity.peerId).certPem,
+    endpoint: `http://127.0.0.1/${identity.peerId.slice(-6)}`,
+    syncIntervalMs: 500,
+  }, { engine, metrics: engine.metrics })
+  patch?.(federation)
+  await federation.start()
+  return federation
+}
+
+async function member(bootstrap: string[] = [], patch?: (f: Federation) => void): Promise<Member> {
+  const { engine } = await createTestEngine()
+  const identity = await newIdentity()
+  return { engine, identity, federation: await startFederation(engine, identity, bootstrap, patch) }
+}
+
+const addr = (m: Member): string => m.federation.node.multiaddrs()[0]!
+const digestOf = async (m: Member): Promise<string> => (await m.engine.replication.digest()).digest
+const tenant = principal('acme')
+
+describe('catalog replication, discovery and code on demand (in-process members)', () => {
+  const all: Member[] = []
+  let a: Member, b: Member, c: Member
+
+  beforeAll(async () => {
+    a = await member()
+    b = await member([addr(a)])
+    c = await member([addr(a), addr(b)])
+    all.push(a, b, c)
+    await waitFor(() => all.every((m) => m.federation.node.members().length === 2))
+  })
+  afterAll(async () => {
+    for (const m of all) {
+      await m.federation.stop()
+      await m.engine.stop()
+    }
+  })
+
+  it('a function published on one node resolves on another within 1 s, its code fetched from a provider and digest-checked', async () => {
+    const created = await a.engine.functions.create(tenant, fn('double', 'a * 2'))
+    const started = Date.now()
+    const resolved = await waitFor(async () => (await c.engine.functions.resolve(tenant, { short: created.rufid_short })).fn, 1_000, 20)
+    expect(Date.now() - started).toBeLessThan(1_000)
+    expect(resolved.source_code).toBe(created.fn.source_code)
+    expect(resolved.content_digest).toBe(created.fn.content_digest)
+    const discovery = await c.federation.discover(tenant, created.rufid_short)
+    expect(discovery.nodes.map((n) => n.node_id)).toContain(a.identity.peerId)
+    expect(discovery.versions).toEqual(['v1'])
+    await waitFor(async () => new Set(await Promise.all(all.map(digestOf))).size === 1)
+    expect(await c.engine.metrics.registry.getSingleMetricAsString('svc_federation_nodes_active')).toMatch(/svc_federation_nodes_active 2/)
+  })
+
+  it('a node that was offline catches up with 20 changes through incremental sync', async () => {
+    await c.federation.stop()
+    const shorts: string[] = []
+    for (let i = 0; i < 20; i++) shorts.push((await b.engine.functions.create(tenant, fn(`f${i}`, `a + ${i}`))).rufid_short)
+    c.federation = await startFederation(c.engine, c.identity, [addr(a), addr(b)])
+    const started = Date.now()
+    await waitFor(async () => (await c.engine.functions.ledger(tenant)).length >= 21, 5_000)
+    expect(Date.now() - started).toBeLessThan(5_000)
+    await waitFor(async () => new Set(await Promise.all(all.map(digestOf))).size === 1, 5_000)
+  })
+
+  it('a deletion replicates as a tombstone', async () => {
+    const created = await a.engine.functions.create(tenant, fn('gone', 'a - 1'))
+    await waitFor(async () => (await b.engine.functions.ledger(tenant, 'gone')).length === 1)
+    await a.engine.functions.delete(tenant, { short: created.rufid_short })
+    await waitFor(async () => (await b.engine.functions.ledger(tenant, 'gone'))[0]?.deleted_at !== undefined)
+    await expect(b.engine.functions.resolve(tenant, { short: created.rufid_short })).rejects.toMatchObject({ code: 1002 })
+  })
+
+  it('tenancy holds: another tenant does not see a replicated function', async () => {
+    const created = await a.engine.functions.create(tenant, fn('private', 'a'))
+    await waitFor(async () => (await b.engine.functions.ledger(tenant, 'private')).length === 1)
+    await expect(b.engine.functions.resolve(principal('other'), { short: created.rufid_short })).rejects.toMatchObject({ code: 1002 })
+  })
+
+  it('a provider serving bytes that do not match the digest is refused and another provider is tried', async () => {
+    // providers are tried in PeerId order: give the liar a PeerId before the honest provider's
+    let liarIdentity = await newIdentity()
+    while (liarIdentity.peerId > a.identity.peerId) liarIdentity = await newIdentity()
+    let lies = 0
+    const { engine: liarEngine } = await createTestEngine()
+    const liar: Member = {
+      engine: liarEngine,
+      identity: liarIdentity,
+      federation: await startFederation(liarEngine, liarIdentity, [addr(a)], (f) => {
+        (f as unknown as { serveCode: () => Promise<unknown> }).serveCode = async () => {
+          lies++
+          return { source_code: 'function honest(a) {\n  return 666\n}\n' }
+        }
+      }),
+    }
+    all.push(liar)
+    const created = await a.engine.functions.create(tenant, fn('honest', 'a + 100'))
+    await waitFor(async () => (await liar.engine.functions.ledger(tenant, 'honest')).length === 1)
+    await liar.federation.node.provide(created.fn.content_digest)
+    await waitFor(async () => (await b.engine.functions.ledger(tenant, 'honest')).length === 1)
+    const providers = await b.federation.node.findProviders(created.fn.content_digest)
+    expect(providers.map((p) => p.peerId)).toContain(liar.identity.peerId)
+    const resolved = await b.engine.functions.resolve(tenant, { short: created.rufid_short })
+    expect(resolved.fn.source_code).toBe(created.fn.source_code)
+    expect(lies).toBe(1)
+  })
+
+  it('no reachable provider → 2001', async () => {
+    const lonely = await member([addr(b)])
+    all.push(lonely)
+    const created = await lonely.engine.functions.create(tenant, fn('lonely', 'a * 3'))
+    await waitFor(async () => (await b.engine.functions.ledger(tenant, 'lonely')).length === 1)
+    await lonely.federation.stop()
+    await expect(b.engine.functions.resolve(tenant, { short: created.rufid_short })).rejects.toMatchObject({ code: 2001 })
+  })
+
+  it('registration: a valid registration is broadcast and listed; sync through the port answers changes above a vector', async () => {
+    const outsider = await newIdentity()
+    const registration = {
+      node_id: outsider.peerId, endpoint: 'http://127.0.0.1:9/outsider',
+      capabilities: { languages: ['python'], max_concurrent: 2, protocols: ['rest'] },
+      auth: { certificate: issueNodeCertificate(testCa(), outsider.peerId).certPem, public_key: '' },
+    }
+    const list = await a.federation.register(registration)
+    expect(list.map((n) => n.node_id)).toContain(outsider.peerId)
+    await waitFor(() => c.federation.nodes().some((n) => n.node_id === outsider.peerId), 5_000)
+    await expect(a.federation.register({ ...registration, node_id: b.identity.peerId })).rejects.toMatchObject({ code: 1003 })
+    const batch = await a.federation.sync({ vector: {} })
+    expect(batch.added.length).toBeGreaterThan(0)
+    expect(batch.added.every((ch) => ch.fn.source_code === '')).toBe(true)
+    const none = await a.federation.sync({ vector: a.engine.replication.versionVector() })
+    expect(none.added.length + none.updated.length + none.deleted.length).toBe(0)
+  })
+
+  it('a conflict during a partition ends with identical catalogs, a recorded conflict and 2002 for the loser', async () => {
+    const d = await member()
+    const e = await member()
+    all.push(d, e)
+    const onD = await d.engine.functions.create(tenant, fn('split', 'a + 1'))
+    const onE = await e.engine.functions.create(tenant, fn('split', 'a + 2'))
+    expect(onD.version).toBe('v1')
+    expect(onE.version).toBe('v1')
+    await d.federation.node.dial(addr(e))
+    await waitFor(async () => (await d.engine.replication.conflicts()).length === 1 && (await e.engine.replication.conflicts()).length === 1, 5_000)
+    await waitFor(async () => (await digestOf(d)) === (await digestOf(e)))
+    const [conflict] = await d.engine.replication.conflicts()
+    expect((await e.engine.replication.conflicts())[0]!.winner).toEqual(conflict!.winner)
+    const loser = conflict!.winner.rufid_short === onD.rufid_short ? onE : onD
+    const winner = loser === onD ? onE : onD
+    for (const m of [d, e]) {
+      await expect(m.engine.functions.resolve(tenant, { short: loser.rufid_short, version: 1 })).rejects.toMatchObject({ code: 2002 })
+      expect((await m.engine.functions.ledger(tenant, 'split'))[0]!.rufid_short).toBe(winner.rufid_short)
+    }
+  })
+})
