@@ -101,6 +101,7 @@ export const configSchema = z.object({
     queue_limit: z.number().int().min(0),
     max_log_bytes: z.number().int().min(0),
     kill_grace_ms: z.number().int().min(0),
+    python: z.object({ wheelhouse: z.string() }).strict(),
     defaults: limits.strict(),
     max: limits.strict(),
   }).strict(),
@@ -130,6 +131,7 @@ const ENV: Array<[string, string[], 'string' | 'int']> = [
   ['SVC_JWT_ISSUER', ['auth', 'jwt', 'issuer'], 'string'],
   ['SVC_JWT_AUDIENCE', ['auth', 'jwt', 'audience'], 'string'],
   ['SVC_SANDBOX_WORKERS', ['execution', 'workers'], 'int'],
+  ['SVC_PYTHON_WHEELHOUSE', ['execution', 'python', 'wheelhouse'], 'string'],
 ]
 
 export const DEFAULT_CONFIG_PATH = new URL('../../config/default.yaml', import.meta.url)

@@ -52,6 +52,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     maxLogBytes: x.max_log_bytes,
     queueLimit: x.queue_limit,
     killGraceMs: x.kill_grace_ms,
+    ...(x.python.wheelhouse ? { pythonWheelhouse: x.python.wheelhouse } : {}),
     logger: logger.child({ component: 'sandbox' }),
   })
   const limitsOf = (l: SvcConfig['execution']['defaults']) => ({ timeoutMs: l.timeout_ms, memoryMb: l.memory_mb, cpuMs: l.cpu_ms })

@@ -1,6 +1,7 @@
 export type {
   ExecutionLimits,
   LogLine,
+  PipPin,
   Sandbox,
   SandboxInit,
   SandboxLogger,

@@ -5,7 +5,7 @@
  */
 import { ERROR_CODES, SvcError, type ErrorName } from '../../core/errors.js'
 import type { LanguageFamily } from '../../core/rufid.js'
-import type { ExecutionLimits, LogLine } from './types.js'
+import type { ExecutionLimits, LogLine, PipPin } from './types.js'
 
 /** One call, ready to run: arguments are already bound to positions. */
 export interface ExecuteJob {
@@ -14,12 +14,17 @@ export interface ExecuteJob {
   family: LanguageFamily
   source: string
   functionName: string
-  /** JSON of the positional argument array. */
+  /**
+   * JSON of the positional argument array. Python (family `python`): JSON of the arguments as
+   * given (a named object or a positional array), bound in the worker.
+   */
   argsJson: string
   /** Positions whose value is `undefined` (JSON cannot carry it). */
   missingArgs: number[]
   limits: ExecutionLimits
   maxLogBytes: number
+  /** Python: the checked, sorted `pip` pins of the function's lockfile (absent or empty: none). */
+  pipPins?: PipPin[]
 }
 
 export interface WireError {
@@ -42,6 +47,8 @@ export interface WireOutcome {
 /** Configuration a worker receives as its single command-line argument (JSON). */
 export interface WorkerConfig {
   maxWarmIsolates: number
+  /** Directory of wheels that pinned Python dependencies are installed from. */
+  pythonWheelhouse?: string
 }
 
 export type SupervisorMessage =

@@ -1,12 +1,16 @@
 import { languageFamily, type LanguageFamily } from '../../core/rufid.js'
 
-/** Language families the sandbox has a runtime for (Python joins once its runtime exists). */
-export const SANDBOX_FAMILIES: ReadonlySet<LanguageFamily> = new Set<LanguageFamily>(['js'])
+/** Language families the sandbox has a runtime for: js (isolated-vm) and python (Pyodide). */
+export const SANDBOX_FAMILIES: ReadonlySet<LanguageFamily> = new Set<LanguageFamily>(['js', 'python'])
+
+/** Versioned Python runtime names (`python3.12`, `py3.11`), which rufid-v1 §3 leaves to `plain`. */
+const VERSIONED_PYTHON = /^(?:python|py)3(?:\.\d+)*$/i
 
 /** The sandbox runtime family for a language value, or undefined when none runs it. */
 export function sandboxFamilyOf(language: string): LanguageFamily | undefined {
   const family = languageFamily(language)
-  return SANDBOX_FAMILIES.has(family) ? family : undefined
+  if (SANDBOX_FAMILIES.has(family)) return family
+  return VERSIONED_PYTHON.test(language) ? 'python' : undefined
 }
 
 const TRANSPILED = new Map<string, string>([

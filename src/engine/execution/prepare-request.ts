@@ -1,8 +1,9 @@
 import { SvcError, isSvcError, validationFailed } from '../../core/errors.js'
 import type { ExecuteJob } from './ipc.js'
 import { sandboxFamilyOf } from './languages.js'
+import { checkPins } from './python-wheelhouse.js'
 import { bindArguments, parseSignature } from './signature.js'
-import type { SandboxRequest } from './types.js'
+import type { PipPin, SandboxRequest } from './types.js'
 
 const MAX_LIMITS = { timeoutMs: 86_400_000, memoryMb: 1_048_576, cpuMs: 86_400_000 } as const
 
@@ -38,6 +39,32 @@ export function prepareRequest(req: SandboxRequest, maxLogBytes: number): Prepar
     }
   }
 
+  const common = {
+    key: req.key,
+    language: req.language.toLowerCase(),
+    family,
+    source: req.source,
+    functionName: req.functionName,
+    limits: { timeoutMs: limits.timeoutMs, memoryMb: limits.memoryMb, cpuMs: limits.cpuMs },
+    maxLogBytes,
+  }
+  if (family === 'python') {
+    // Python binds the arguments in the worker, against the function's own inspect.signature.
+    let pipPins: PipPin[] = []
+    const pip = req.dependencies?.pip
+    if (pip !== undefined && pip !== null) {
+      try {
+        pipPins = checkPins(pip)
+      } catch (err) {
+        if (isSvcError(err)) return { ok: false, error: err }
+        throw err
+      }
+    }
+    const job: ExecuteJob = { ...common, argsJson: argumentsJson(req.args), missingArgs: [] }
+    if (pipPins.length > 0) job.pipPins = pipPins
+    return { ok: true, job }
+  }
+
   let bound
   try {
     bound = bindArguments(parseSignature(req.signature), req.args)
@@ -45,25 +72,14 @@ export function prepareRequest(req: SandboxRequest, maxLogBytes: number): Prepar
     if (isSvcError(err)) return { ok: false, error: err }
     throw err
   }
-  let argsJson: string
+  return { ok: true, job: { ...common, argsJson: argumentsJson(bound.values), missingArgs: bound.missing } }
+}
+
+function argumentsJson(values: unknown): string {
   try {
-    argsJson = JSON.stringify(bound.values)
+    return JSON.stringify(values)
   } catch (err) {
     throw validationFailed(`arguments are not JSON-serialisable: ${err instanceof Error ? err.message : String(err)}`)
-  }
-  return {
-    ok: true,
-    job: {
-      key: req.key,
-      language: req.language.toLowerCase(),
-      family,
-      source: req.source,
-      functionName: req.functionName,
-      argsJson,
-      missingArgs: bound.missing,
-      limits: { timeoutMs: limits.timeoutMs, memoryMb: limits.memoryMb, cpuMs: limits.cpuMs },
-      maxLogBytes,
-    },
   }
 }
 

@@ -39,6 +39,8 @@ class SandboxPool implements Sandbox {
   private nextCallId = 1
   private startFailures = 0
   private readonly killGraceMs: number
+  /** Workers that have run a Python call, so hold a warm interpreter (a cold one costs seconds). */
+  private readonly pythonWarm = new WeakSet<WorkerProcess>()
 
   constructor(private readonly init: SandboxInit) {
     for (const field of ['workers', 'maxWarmIsolatesPerWorker', 'maxLogBytes', 'queueLimit'] as const) {
@@ -48,6 +50,9 @@ class SandboxPool implements Sandbox {
     }
     this.killGraceMs = init.killGraceMs ?? DEFAULT_KILL_GRACE_MS
     if (!Number.isFinite(this.killGraceMs) || this.killGraceMs < 0) throw validationFailed('sandbox killGraceMs must be ≥ 0')
+    if (init.pythonWheelhouse !== undefined && (typeof init.pythonWheelhouse !== 'string' || init.pythonWheelhouse === '')) {
+      throw validationFailed('sandbox pythonWheelhouse must be a non-empty path')
+    }
   }
 
   start(): Promise<void> {
@@ -136,7 +141,10 @@ class SandboxPool implements Sandbox {
 
   private spawn(): WorkerProcess {
     const worker = new WorkerProcess({
-      config: { maxWarmIsolates: this.init.maxWarmIsolatesPerWorker },
+      config: {
+        maxWarmIsolates: this.init.maxWarmIsolatesPerWorker,
+        ...(this.init.pythonWheelhouse === undefined ? {} : { pythonWheelhouse: this.init.pythonWheelhouse }),
+      },
       killGraceMs: this.killGraceMs,
       logger: this.init.logger,
       onExit: (w, exit) => this.onWorkerExit(w, exit),
@@ -187,15 +195,20 @@ class SandboxPool implements Sandbox {
     return false
   }
 
-  /** Hands queued calls (FIFO) to idle workers, preferring one that holds the call's key warm. */
+  /**
+   * Hands queued calls (FIFO) to idle workers, preferring one that holds the call's key warm; a
+   * Python call otherwise prefers a worker whose interpreter is already loaded.
+   */
   private pump(): void {
     if (this.state !== 'running') return
     while (this.queue.length > 0) {
       const idle = [...this.workers].filter((w) => w.idle)
       if (idle.length === 0) return
       const call = this.queue.shift() as QueuedCall
+      const python = call.job.family === 'python'
       const worker =
         idle.find((w) => w.warmKeys.has(call.job.key)) ??
+        (python ? idle.find((w) => this.pythonWarm.has(w)) : undefined) ??
         idle.reduce((best, w) => (w.warmKeys.size < best.warmKeys.size ? w : best))
       void this.dispatch(worker, call)
     }
@@ -205,6 +218,7 @@ class SandboxPool implements Sandbox {
     const result = await worker.run(this.nextCallId++, call.job)
     if (result.kind === 'done') {
       this.executions++
+      if (call.job.family === 'python') this.pythonWarm.add(worker)
       call.resolve(outcomeFromWire(result.outcome, worker.pid))
     } else if (this.state !== 'running') {
       call.reject(unavailable('the sandbox stopped'))

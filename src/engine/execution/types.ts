@@ -4,30 +4,58 @@ import type { SvcError } from '../../core/errors.js'
 export interface ExecutionLimits {
   /** Wall-clock budget of the call (including awaiting its promise); exceeded → 1004. */
   timeoutMs: number
-  /** Heap limit of the isolate, in MB (isolated-vm's minimum of 8 applies); exceeded → 1007. */
+  /**
+   * JavaScript: heap limit of the isolate, in MB (isolated-vm's minimum of 8 applies). Python: how
+   * much the call may grow the interpreter's heap, in MB. Exceeded → 1007.
+   */
   memoryMb: number
-  /** CPU time the isolate may spend on the call; checked after the call, exceeded → 1007. */
+  /** CPU time the call may spend; checked after the call, exceeded → 1007. */
   cpuMs: number
+}
+
+/** One pinned pure-Python package of a function's lockfile (`dependencies.pip`). */
+export interface PipPin {
+  name: string
+  /** An exact version (no range operators). */
+  version: string
+  /** When given, the wheel's SHA-256 (hex) must match. */
+  sha256?: string
 }
 
 /** One function call to run in the sandbox. */
 export interface SandboxRequest {
   /** Warm-isolate key, e.g. `${tenant}/${rufid_short}/v${version}`; isolates are reused per key. */
   key: string
-  /** A js-family language value of rufid-v1.md §3 (`javascript`, `js`, `typescript`, `ts`, …). */
+  /**
+   * A language value of rufid-v1.md §3 the sandbox runs: js-family (`javascript`, `js`,
+   * `typescript`, `ts`, …) or python-family (`python`, `python3`, `py`, `python3.<minor>`).
+   */
   language: string
   /** Original source text; a script or an ES module that defines `functionName`. */
   source: string
   /** Name of the function the source defines (or exports; a module's default export is the fallback). */
   functionName: string
-  /** Textual signature, e.g. `(a, b)`, `add(a: number, b: number): number`, `(a, b = 2) => number`. */
+  /**
+   * Textual signature, e.g. `(a, b)`, `add(a: number, b: number): number`, `(a, b = 2) => number`.
+   * Python calls bind arguments to the function's own `inspect.signature` instead.
+   */
   signature: string
-  /** Named arguments matched to the signature's parameters in order, or a positional array. */
+  /**
+   * Named arguments matched to the signature's parameters in order, or a positional array. For
+   * Python, named arguments follow Python's rules (defaults, keyword-only, `*args` given as an
+   * array, `**kwargs` taking unknown names); an unknown or missing required argument is 1006.
+   */
   args: Record<string, unknown> | unknown[]
   limits: ExecutionLimits
+  /**
+   * The function's lockfile dependencies. Python functions get exactly the `pip` pins, installed
+   * from the node's wheelhouse (`SandboxInit.pythonWheelhouse`) before any of their code runs; a
+   * pin the node cannot provide is 1007 naming `name==version`. Ignored for other languages.
+   */
+  dependencies?: { pip?: PipPin[] }
 }
 
-/** One line of console output captured inside the isolate. */
+/** One line of console output captured inside the isolate (Python: stdout → `log`, stderr → `error`). */
 export interface LogLine {
   level: 'log' | 'info' | 'warn' | 'error' | 'debug'
   message: string
@@ -113,5 +141,10 @@ export interface SandboxInit {
   queueLimit: number
   /** Extra time after `timeoutMs` before an unresponsive worker is SIGKILLed (default 100). */
   killGraceMs?: number
+  /**
+   * Directory of pure-Python wheels (`<name>-<version>-py3-none-any.whl`) that pinned Python
+   * dependencies are installed from. Unset: Python functions with pins fail with 1007.
+   */
+  pythonWheelhouse?: string
   logger?: SandboxLogger
 }

@@ -8,6 +8,8 @@ import type { SandboxLogger } from './types.js'
 
 /** Time a call may spend before its time-limited part starts (isolate creation, transpiling, compiling). */
 const PREPARE_ALLOWANCE_MS = 5_000
+/** The same for Python: a worker's first Python call loads Pyodide (~3 s, more on a busy host) and may install wheels. */
+const PYTHON_PREPARE_ALLOWANCE_MS = 30_000
 const READY_TIMEOUT_MS = 15_000
 const MAX_FORWARDED_LINE = 2_000
 
@@ -18,7 +20,12 @@ const MAX_FORWARDED_LINE = 2_000
 export function workerEntry(): { path: string; execArgv: string[] } {
   const here = fileURLToPath(import.meta.url)
   const ext = extname(here)
-  const execArgv = ['--no-node-snapshot']
+  // No eval or Function(string) in the worker's own realm: a Python function that got hold of a
+  // JS object through Pyodide cannot compile host code (isolated-vm isolates are unaffected).
+  // A 3 MB JS stack on the main thread (Linux gives it 8 MB) lets CPython's own recursion checks
+  // fire before deep Python recursion overflows the stack Pyodide runs on; isolated-vm sets its
+  // isolates' stack limits from their own threads.
+  const execArgv = ['--no-node-snapshot', '--disallow-code-generation-from-strings', '--stack-size=3000']
   if (ext === '.ts' || ext === '.mts') execArgv.push('--import', tsxLoader())
   return { path: join(dirname(here), `worker${ext}`), execArgv }
 }
@@ -161,7 +168,7 @@ export class WorkerProcess {
         started: false,
         startedAt: Date.now(),
         timeoutMs,
-        watchdog: this.arm(timeoutMs + PREPARE_ALLOWANCE_MS),
+        watchdog: this.arm(timeoutMs + (job.family === 'python' ? PYTHON_PREPARE_ALLOWANCE_MS : PREPARE_ALLOWANCE_MS)),
         settle: (result) => {
           if (this.running !== running) return
           clearTimeout(running.watchdog)

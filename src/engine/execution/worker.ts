@@ -16,6 +16,7 @@ import {
 } from './ipc.js'
 import { JsRuntime } from './js-runtime.js'
 import { LruCache } from './lru.js'
+import { PythonRuntime } from './python-runtime.js'
 import type { LanguageRuntime, WarmEntry } from './runtime.js'
 
 /** Exit code when V8 reports an isolate it can no longer control. */
@@ -25,9 +26,12 @@ const EXIT_BAD_CONFIG = 78
 function readConfig(): WorkerConfig {
   try {
     const config = JSON.parse(process.argv[2] ?? '') as Partial<WorkerConfig>
-    const maxWarmIsolates = config.maxWarmIsolates
-    if (typeof maxWarmIsolates === 'number' && Number.isInteger(maxWarmIsolates) && maxWarmIsolates >= 0) {
-      return { maxWarmIsolates }
+    const { maxWarmIsolates, pythonWheelhouse } = config
+    if (
+      typeof maxWarmIsolates === 'number' && Number.isInteger(maxWarmIsolates) && maxWarmIsolates >= 0 &&
+      (pythonWheelhouse === undefined || typeof pythonWheelhouse === 'string')
+    ) {
+      return pythonWheelhouse === undefined ? { maxWarmIsolates } : { maxWarmIsolates, pythonWheelhouse }
     }
   } catch {
     // reported below
@@ -82,7 +86,10 @@ if (typeof process.send !== 'function') {
 
 const config = readConfig()
 const warm = new LruCache<WarmEntry>(config.maxWarmIsolates, (_key, entry) => entry.dispose())
-const runtimes = new Map<LanguageFamily, LanguageRuntime>([['js', new JsRuntime(warm, onCatastrophicError)]])
+const runtimes = new Map<LanguageFamily, LanguageRuntime>([
+  ['js', new JsRuntime(warm, onCatastrophicError)],
+  ['python', new PythonRuntime(warm, config.pythonWheelhouse)],
+])
 let busy = false
 
 process.on('message', (message: unknown) => {

@@ -5,7 +5,7 @@ import { timeOrderedId } from '../ids.js'
 import type { SvcMetrics } from '../metrics.js'
 import { fullRufidOf, type FunctionRegistry, type FunctionTarget } from '../registry/function-registry.js'
 import type { CatalogStore } from '../storage/catalog-store.js'
-import type { ExecutionLimits, Sandbox } from '../execution/index.js'
+import type { ExecutionLimits, PipPin, Sandbox } from '../execution/index.js'
 import type { ExecutionRecord, ExecutionStatus, FunctionStats, FunctionVersion, Principal } from '../types.js'
 
 /** Per-execution limits (the sandbox's own type). */
@@ -124,6 +124,8 @@ export class ExecutionService {
       signature: fn.signature,
       args,
       limits: this.limitsFor(fn),
+      // the lockfile's exact pip pins (Python installs exactly these from the node's wheelhouse)
+      dependencies: { pip: pipPinsOf(fn) },
     })
     const status: ExecutionStatus = outcome.status
     const record: ExecutionRecord = {
@@ -223,6 +225,11 @@ function normalizeArguments(args: unknown): Record<string, unknown> | unknown[] 
   throw validationFailed('arguments must be an object of named arguments or an array', [
     { pointer: '/arguments', message: 'must be an object or an array' },
   ])
+}
+
+function pipPinsOf(fn: FunctionVersion): PipPin[] {
+  const deps = (fn.lockfile as { dependencies?: { pip?: unknown } } | null)?.dependencies
+  return Array.isArray(deps?.pip) ? (deps.pip as PipPin[]) : []
 }
 
 const statsKey = (fn: FunctionVersion): string => `${fn.tenant_id}/${fn.rufid_short}/v${fn.version}`

@@ -1,0 +1,229 @@
+import { existsSync, rmSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createSandbox, type Sandbox } from '../../../src/engine/execution/index.js'
+import { ADD_PY, py, pyBody, PYTHON_HOOK_TIMEOUT_MS } from './fixtures/python.js'
+import { fn } from './helpers.js'
+
+// One worker: every call below shares a process and its interpreter.
+let sandbox: Sandbox
+let server: Server
+let port = 0
+let connections = 0
+const marker = join(tmpdir(), `svc-python-escape-${process.pid}`)
+
+beforeAll(async () => {
+  server = createServer((socket) => {
+    connections++
+    socket.destroy()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  port = (server.address() as { port: number }).port
+  sandbox = createSandbox({ workers: 1, maxWarmIsolatesPerWorker: 8, maxLogBytes: 4096, queueLimit: 20 })
+  await sandbox.start()
+  expect(await sandbox.execute(py('iso/add', ADD_PY, { functionName: 'add', args: { a: 1, b: 2 } }))).toMatchObject({ result: 3 })
+}, PYTHON_HOOK_TIMEOUT_MS)
+
+afterAll(async () => {
+  await sandbox?.stop()
+  server?.close()
+  rmSync(marker, { force: true })
+})
+
+/** Runs `expression` and returns its repr, or `raised <ExceptionName>`. */
+async function probe(expression: string, setup = ''): Promise<string> {
+  const body = `${setup}\ntry:\n    return repr(${expression})[:300]\nexcept BaseException as e:\n    return 'raised ' + type(e).__name__`
+  const out = await sandbox.execute(pyBody('iso/probe', body))
+  expect(out.error?.message).toBeUndefined()
+  return out.result as string
+}
+
+/** A source that first switches off the per-call guards (import and frame guards) through the prelude's frame. */
+const BYPASS = 'import sys\n_g = sys._getframe(0).f_back.f_globals\n_g["_user"][0] = False'
+
+describe('no host access', () => {
+  it("cannot read the host's files", async () => {
+    expect(await probe("open('/etc/passwd').read()")).toBe('raised FileNotFoundError')
+    expect(await probe("__import__('os').listdir('/')")).toBe("['tmp', 'home', 'dev', 'proc', 'lib']")
+  })
+
+  it('cannot run host processes', async () => {
+    expect(await probe(`__import__('os').system('touch ${marker}')`)).toBe('raised PermissionError')
+    expect(await probe("__import__('subprocess').run(['id'])")).toMatch(/^raised (PermissionError|OSError)$/)
+    expect(await probe("__import__('os').popen('id').read()")).toMatch(/^raised (PermissionError|OSError)$/)
+    expect(existsSync(marker)).toBe(false)
+  })
+
+  it('cannot open network connections', async () => {
+    expect(await probe(`__import__('socket').create_connection(('127.0.0.1', ${port}), timeout=1)`)).toBe('raised PermissionError')
+    expect(await probe("__import__('urllib.request').request.urlopen('http://127.0.0.1:1/')")).toMatch(/^raised /)
+    expect(connections).toBe(0)
+  })
+
+  it.each([
+    ['import js; js.process', 'raised ImportError'],
+    ["__import__('js').require", 'raised ImportError'],
+    ["__import__('pyodide_js')", 'raised ImportError'],
+    ["__import__('pyodide.ffi').ffi.create_proxy", 'raised ImportError'],
+    ["__import__('pyodide.code').code.run_js('process')", 'raised ImportError'],
+    ["__import__('importlib').import_module('pyodide.http')", 'raised ImportError'],
+    ["__import__('sys').modules.get('pyodide_js')", 'None'],
+    ["__import__('ctypes')", 'raised ImportError'],
+    ["__import__('gc').get_objects()", 'raised PermissionError'],
+    ["__import__('sys')._getframe(1)", 'raised PermissionError'],
+  ])('%s reaches nothing of the host', async (expression, expected) => {
+    const [setup, expr] = expression.startsWith('import js;') ? ['import js', 'js.process'] : ['', expression]
+    const result = setup ? await pyImportProbe(setup, expr) : await probe(expr)
+    expect(result).toBe(expected)
+  })
+
+  it('holds when the per-call guards are switched off and Python reaches JS objects', async () => {
+    const body = `${BYPASS}
+out = {}
+def attempt(label, thunk):
+    try:
+        out[label] = repr(thunk())[:200]
+    except BaseException as e:
+        out[label] = 'raised ' + type(e).__name__
+import os, socket
+attempt('system', lambda: os.system('touch ${marker}'))
+attempt('connect', lambda: socket.create_connection(('127.0.0.1', ${port}), timeout=1))
+def listen():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    s.listen(1)
+    return 'listening'
+attempt('listen', listen)
+attempt('passwd', lambda: open('/etc/passwd').read())
+attempt('pyodide_js', lambda: __import__('pyodide_js'))
+attempt('js', lambda: __import__('js').process)
+sc = None
+seen = set()
+stack = list(type.__subclasses__(object))
+while stack and sc is None:
+    c = stack.pop()
+    if id(c) in seen:
+        continue
+    seen.add(id(c))
+    try:
+        stack.extend(type.__subclasses__(c))
+    except Exception:
+        pass
+    for v in list(vars(c).values()):
+        g = getattr(v, '__globals__', None)
+        if isinstance(g, dict) and 'create_once_callable' in g and type(g['create_once_callable']).__name__ == 'builtin_function_or_method':
+            sc = g['create_once_callable']
+            break
+out['found a JS gadget'] = sc is not None
+if sc is not None:
+    jsfn = sc(lambda: 1)
+    attempt('Function("return process")', lambda: jsfn.constructor('return process')())
+    attempt('prepareStackTrace', lambda: setattr(jsfn.constructor.__proto__, 'x', 1) or 'ok')
+return out`
+    const out = await sandbox.execute(pyBody('iso/bypass', body))
+    expect(out.error?.message).toBeUndefined()
+    const result = out.result as Record<string, string>
+    expect(result.system).toBe('raised PermissionError')
+    expect(result.connect).toMatch(/^raised /)
+    expect(result.listen).toMatch(/^raised /)
+    expect(result.passwd).toBe('raised FileNotFoundError')
+    expect(result.pyodide_js).toBe('raised ModuleNotFoundError')
+    expect(result.js).toBe('raised ModuleNotFoundError')
+    expect(result['found a JS gadget']).toBe(true)
+    expect(result['Function("return process")']).toBe('raised JsException')
+    expect(existsSync(marker)).toBe(false)
+    expect(connections).toBe(0)
+    // the next call is served normally
+    expect(await sandbox.execute(py('iso/add', ADD_PY, { functionName: 'add', args: { a: 1, b: 2 } }))).toMatchObject({ result: 3 })
+  })
+})
+
+async function pyImportProbe(setup: string, expression: string): Promise<string> {
+  const body = `try:\n    ${setup}\n    return repr(${expression})[:300]\nexcept BaseException as e:\n    return 'raised ' + type(e).__name__`
+  const out = await sandbox.execute(pyBody('iso/import-probe', body))
+  return out.result as string
+}
+
+describe('no state leaks between calls', () => {
+  const writer = `import builtins, sys, os, json, logging
+builtins.len = lambda x: -1
+builtins.leaked = 42
+sys.leaked = 'yes'
+sys.path.insert(0, '/tmp')
+os.environ['LEAKED'] = '1'
+json.dumps = lambda *a, **k: 'hijacked'
+json.JSONEncoder.default = lambda self, o: 'hijacked'
+logging.basicConfig(level=logging.DEBUG)
+logging.getLogger().addHandler(logging.StreamHandler())
+open('/tmp/leaked.txt', 'w').write('x')
+os.makedirs('/home/pyodide/leaked-dir', exist_ok=True)
+os.chdir('/tmp')
+import types
+sys.modules['leaked_module'] = types.ModuleType('leaked_module')
+sys.setrecursionlimit(50)
+global_state = 'written'
+return 'written'`
+  const reader = `import builtins, sys, os, json, logging
+return {
+    'len': len([1, 2]),
+    'leaked_builtin': hasattr(builtins, 'leaked'),
+    'sys_attr': hasattr(sys, 'leaked'),
+    'path': '/tmp' in sys.path,
+    'env': os.environ.get('LEAKED'),
+    'json': json.dumps({'a': 1}),
+    'default': json.JSONEncoder.default is not None and 'hijacked' not in repr(json.JSONEncoder.default),
+    'handlers': len(logging.getLogger().handlers),
+    'tmp': os.listdir('/tmp'),
+    'home': os.listdir('/home/pyodide'),
+    'cwd': os.getcwd(),
+    'module': 'leaked_module' in sys.modules,
+    'recursion': sys.getrecursionlimit() >= 1000,
+    'global': 'global_state' in globals(),
+}`
+
+  it('gives each call a fresh interpreter state', async () => {
+    const w = await sandbox.execute(pyBody('iso/writer', writer))
+    expect(w.result).toBe('written')
+    const r = await sandbox.execute(pyBody('iso/reader', reader))
+    expect(r.result).toEqual({
+      len: 2,
+      leaked_builtin: false,
+      sys_attr: false,
+      path: false,
+      env: null,
+      json: '{"a": 1}',
+      default: true,
+      handlers: 0,
+      tmp: [],
+      home: [],
+      cwd: '/home/pyodide',
+      module: false,
+      recursion: true,
+      global: false,
+    })
+  })
+
+  it('routes logging of a later call to that call', async () => {
+    await sandbox.execute(pyBody('iso/log-config', 'import logging\nlogging.basicConfig(level=logging.INFO)\nlogging.info("first")\nreturn 1'))
+    const out = await sandbox.execute(pyBody('iso/log-use', 'import logging\nlogging.basicConfig(level=logging.INFO)\nlogging.warning("second")\nreturn 2'))
+    expect(out.logs.map((l) => [l.level, l.message])).toEqual([['error', 'WARNING:root:second']])
+  })
+
+  it('refuses writes outside /tmp, so the stdlib cannot be altered for later calls', async () => {
+    expect(await probe("open('/lib/python3.13/evil.py', 'w')")).toBe('raised PermissionError')
+    expect(await probe("__import__('os').mkdir('/lib/evil')")).toBe('raised PermissionError')
+    expect(await probe("__import__('os').open('/lib', __import__('os').O_RDONLY)")).toBe('raised PermissionError')
+    const hooked = await sandbox.execute(pyBody('iso/hook', "import sys\nseen = []\nsys.addaudithook(lambda e, a: seen.append(e))\nopen('/tmp/x', 'w').close()\nreturn seen"))
+    expect(hooked.result).toEqual([])
+  })
+
+  it('runs JavaScript and Python side by side in one worker', async () => {
+    const js = await sandbox.execute(fn('iso/js', 'return typeof process'))
+    const python = await sandbox.execute(py('iso/add', ADD_PY, { functionName: 'add', args: { a: 2, b: 2 } }))
+    expect(js.result).toBe('undefined')
+    expect(python.result).toBe(4)
+    expect(js.workerPid).toBe(python.workerPid)
+  })
+})

@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createSandbox, type Sandbox, type SandboxRequest } from '../../../src/engine/execution/index.js'
+import { ADD_PY, py, pyBody, PYTHON_HOOK_TIMEOUT_MS } from './fixtures/python.js'
+import { LIMITS, waitFor } from './helpers.js'
+
+let sandbox: Sandbox
+
+beforeAll(async () => {
+  sandbox = createSandbox({ workers: 1, maxWarmIsolatesPerWorker: 8, maxLogBytes: 4096, queueLimit: 20 })
+  await sandbox.start()
+  await expectHealthy()
+}, PYTHON_HOOK_TIMEOUT_MS)
+
+afterAll(async () => {
+  await sandbox?.stop()
+})
+
+async function timed(req: SandboxRequest): Promise<{ elapsed: number; out: Awaited<ReturnType<Sandbox['execute']>> }> {
+  const began = performance.now()
+  const out = await sandbox.execute(req)
+  return { elapsed: performance.now() - began, out }
+}
+
+async function expectHealthy(): Promise<Awaited<ReturnType<Sandbox['execute']>>> {
+  const out = await sandbox.execute(py('limits/healthy', ADD_PY, { functionName: 'add', args: { a: 2, b: 3 } }))
+  expect(out).toMatchObject({ status: 'success', result: 5 })
+  return out
+}
+
+describe('wall time', () => {
+  const timeoutMs = 300
+
+  it('ends an endless loop with 1004 within the limit plus 250 ms; the warm interpreter serves the next call', async () => {
+    const pid = (await expectHealthy()).workerPid
+    const { elapsed, out } = await timed(pyBody('limits/loop', 'while True:\n    pass', { limits: { ...LIMITS, timeoutMs } }))
+    expect(out.status).toBe('timeout')
+    expect(out.error?.code).toBe(1004)
+    expect(elapsed).toBeLessThan(timeoutMs + 250)
+    const began = performance.now()
+    const next = await expectHealthy()
+    expect(next.workerPid).toBe(pid)
+    expect(performance.now() - began).toBeLessThan(500)
+  })
+
+  it('ends an endless loop at the top level of the source with 1004', async () => {
+    const { elapsed, out } = await timed(py('limits/top-level', 'while True:\n    pass\n\ndef f():\n    return 1\n', { limits: { ...LIMITS, timeoutMs } }))
+    expect(out.error?.code).toBe(1004)
+    expect(elapsed).toBeLessThan(timeoutMs + 250)
+  })
+
+  it('ends a sleep longer than the limit with 1004', async () => {
+    const { elapsed, out } = await timed(pyBody('limits/sleep', 'import time\ntime.sleep(5)\nreturn 1', { limits: { ...LIMITS, timeoutMs } }))
+    expect(out.error?.code).toBe(1004)
+    expect(elapsed).toBeLessThan(timeoutMs + 250)
+  })
+
+  it('keeps the output written before a timeout', async () => {
+    const { out } = await timed(pyBody('limits/logs', 'print("started")\nwhile True:\n    pass', { limits: { ...LIMITS, timeoutMs } }))
+    expect(out.status).toBe('timeout')
+    expect(out.logs.map((l) => l.message)).toEqual(['started'])
+  })
+
+  it('reports 1004 when the function swallows the interrupt but returns after its deadline', async () => {
+    const body = 'import time\ntry:\n    while True:\n        pass\nexcept KeyboardInterrupt:\n    pass\nreturn "late"'
+    const { out } = await timed(pyBody('limits/swallow-once', body, { limits: { ...LIMITS, timeoutMs } }))
+    expect(out.error?.code).toBe(1004)
+    await expectHealthy()
+  })
+})
+
+describe('memory', () => {
+  it('fails a memory bomb with 1007; the same worker serves the next call', async () => {
+    const pid = (await expectHealthy()).workerPid
+    const out = await sandbox.execute(pyBody('limits/bomb', 'hoard = []\nwhile True:\n    hoard.append(" " * 1_000_000)', {
+      limits: { ...LIMITS, memoryMb: 32, timeoutMs: 10_000 },
+    }))
+    expect(out.status).toBe('error')
+    expect(out.error?.code).toBe(1007)
+    expect(out.error?.message).toMatch(/memory limit of 32 MB/)
+    const next = await expectHealthy()
+    expect(next.workerPid).toBe(pid)
+  })
+
+  it('fails one huge allocation with 1007', async () => {
+    const out = await sandbox.execute(pyBody('limits/huge', 'return len(bytearray(1_500_000_000))', { limits: { ...LIMITS, memoryMb: 64 } }))
+    expect(out.error?.code).toBe(1007)
+    expect(out.error?.message).toMatch(/memory limit/)
+  })
+
+  it('lets a call use memory within its limit, again and again', async () => {
+    for (let i = 0; i < 3; i++) {
+      const out = await sandbox.execute(pyBody('limits/within', 'data = [" " * 1000 for _ in range(10_000)]\nreturn len(data)', { limits: { ...LIMITS, memoryMb: 32 } }))
+      expect(out).toMatchObject({ status: 'success', result: 10_000 })
+    }
+  })
+
+  it('reports deep recursion as 1007 without harming the interpreter', async () => {
+    const src = 'import sys\n\ndef f():\n    sys.setrecursionlimit(1_000_000)\n    def down(n):\n        return down(n + 1)\n    return down(0)\n'
+    const out = await sandbox.execute(py('limits/recursion', src))
+    expect(out.error?.code).toBe(1007)
+    expect(out.error?.message).toMatch(/RecursionError/)
+    const limit = await sandbox.execute(pyBody('limits/recursion-limit', 'import sys\nreturn sys.getrecursionlimit()'))
+    expect(limit.result).toBeLessThan(1_000_000)
+    await expectHealthy()
+  })
+})
+
+describe('supervision', () => {
+  it('kills a worker whose function keeps swallowing the interrupt (watchdog) with 1004; a new worker serves the next call', async () => {
+    const before = sandbox.stats().restarts
+    const pid = (await expectHealthy()).workerPid
+    const body = 'while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass'
+    const { elapsed, out } = await timed(pyBody('limits/stubborn', body, { limits: { ...LIMITS, timeoutMs: 500 } }))
+    expect(out.status).toBe('timeout')
+    expect(out.error?.code).toBe(1004)
+    expect(out.error?.message).toMatch(/killed/)
+    expect(elapsed).toBeLessThan(500 + 100 + 250)
+    await waitFor(() => sandbox.stats().restarts > before && sandbox.stats().readyWorkers === 1)
+    const next = await expectHealthy()
+    expect(next.workerPid).not.toBe(pid)
+  }, 60_000)
+})
