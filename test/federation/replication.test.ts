@@ -64,7 +64,11 @@ describe('catalog replication, discovery and code on demand (in-process members)
     const resolved = await waitFor(async () => (await c.engine.functions.resolve(tenant, { short: created.rufid_short })).fn, 10_000, 20)
     expect(resolved.source_code).toBe(created.fn.source_code)
     expect(resolved.content_digest).toBe(created.fn.content_digest)
-    const discovery = await c.federation.discover(tenant, created.rufid_short)
+    // the publisher's provider record is announced asynchronously: wait for it (bounded)
+    const discovery = await waitFor(async () => {
+      const found = await c.federation.discover(tenant, created.rufid_short)
+      return found.nodes.some((n) => n.node_id === a.identity.peerId) ? found : undefined
+    }, 10_000) as Awaited<ReturnType<typeof c.federation.discover>>
     expect(discovery.nodes.map((n) => n.node_id)).toContain(a.identity.peerId)
     expect(discovery.versions).toEqual(['v1'])
     await waitFor(async () => new Set(await Promise.all(all.map(digestOf))).size === 1)
