@@ -1,39 +1,13 @@
-import { MemoryLevel } from 'memory-level'
 import { SvcError } from '../../src/core/errors.js'
-import {
-  createCatalogStore, createEngine, createMetrics, EventBus, type EngineComponents, type LevelDatabase, type LockfileGeneratorInit,
-} from '../../src/engine/index.js'
-import { noSandbox, type TestEngine } from '../fixtures/engine.js'
+import type { EngineComponents, LevelDatabase, LockfileGeneratorInit } from '../../src/engine/index.js'
+import { createTestEngine, type TestEngine } from '../fixtures/engine.js'
 
-/**
- * The whole engine on memory-level, as test/fixtures/engine.ts builds it, with lockfile
- * generation pointed at a fixture index.
- */
-export async function createManifestTestEngine(
+/** The shared test engine with lockfile generation pointed at a fixture index. */
+export function createManifestTestEngine(
   lockfile: LockfileGeneratorInit,
   options: { sandbox?: EngineComponents['sandbox']; db?: LevelDatabase } = {},
 ): Promise<TestEngine> {
-  const db = options.db ?? (new MemoryLevel<string, unknown>({ valueEncoding: 'json' }) as unknown as LevelDatabase)
-  const engine = createEngine(
-    {
-      registry: { cache: { maxEntries: 1000, ttlMs: 60_000 }, maxSourceBytes: 64 * 1024, shareBase: 'https://share.test/f/' },
-      execution: {
-        defaults: { timeoutMs: 1000, memoryMb: 32, cpuMs: 1000 },
-        max: { timeoutMs: 2000, memoryMb: 64, cpuMs: 2000 },
-      },
-      auth: { mode: 'standard', defaultTenant: 'default', keys: { defaultExpiresDays: 90, maxExpiresDays: 3650 } },
-      rateLimits: {
-        perKey: { points: 0, windowSeconds: 1 },
-        perTenant: { points: 0, windowSeconds: 1 },
-        perIpUnauthenticated: { points: 0, windowSeconds: 1 },
-      },
-      audit: { retentionDays: 0, sweepIntervalMs: 60_000 },
-      lockfile,
-    },
-    { db, store: createCatalogStore({ db }), sandbox: options.sandbox ?? noSandbox, metrics: createMetrics(), events: new EventBus() },
-  )
-  await engine.start()
-  return { engine, db }
+  return createTestEngine({ ...options, lockfile })
 }
 
 /** The SvcError a promise rejects with (fails the test when it resolves or throws anything else). */
