@@ -371,27 +371,37 @@ func (c *Client) ExecutionLogs(ctx context.Context, executionID string) (*Execut
 
 // WaitExecution polls GetExecution until the status is neither queued nor running, and returns
 // the final record (whose Err reports a failed run). It stops with ctx's error when ctx ends
-// first; give ctx a deadline.
+// first, returning the last record it read (nil if none was read); give ctx a deadline.
 func (c *Client) WaitExecution(ctx context.Context, executionID string) (*Execution, error) {
 	delay := c.pollInterval
 	maxDelay := max(c.maxPoll, delay)
+	var last *Execution
 	for {
 		exec, err := c.GetExecution(ctx, executionID)
 		if err != nil {
+			// ctx may end while a poll is in flight: the caller still gets the last record read.
+			if ctx.Err() != nil && last != nil {
+				return last, waitStopped(executionID, last, ctx.Err())
+			}
 			return nil, err
 		}
 		if exec.Done() {
 			return exec, nil
 		}
+		last = exec
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return exec, fmt.Errorf("svc: waiting for execution %s (last status %q): %w", executionID, exec.Status, ctx.Err())
+			return exec, waitStopped(executionID, exec, ctx.Err())
 		case <-t.C:
 		}
 		delay = min(delay*2, maxDelay)
 	}
+}
+
+func waitStopped(executionID string, last *Execution, cause error) error {
+	return fmt.Errorf("svc: waiting for execution %s (last status %q): %w", executionID, last.Status, cause)
 }
 
 // Search queries the marketplace (GET /v1/marketplace/functions/search?q=&language=&tags=&limit=&offset=).

@@ -491,6 +491,38 @@ func TestWaitExecutionBoundedByContext(t *testing.T) {
 	}
 }
 
+// The deadline lands while the second poll is in flight: the caller still gets the record of
+// the first poll, not nil.
+func TestWaitExecutionDeadlineDuringPoll(t *testing.T) {
+	var polls atomic.Int32
+	release := make(chan struct{})
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		if polls.Add(1) > 1 {
+			select { // hold the poll past the caller's deadline (bounded by the test's end)
+			case <-release:
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+			return
+		}
+		reply(200, `{"execution_id":"ex1","status":"queued"}`)(w, r, nil)
+	})
+	t.Cleanup(func() { close(release) }) // runs before the server's Close (cleanups are LIFO)
+	c := svc.New(s.URL, svc.WithPollInterval(time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	exec, err := c.WaitExecution(ctx, "ex1")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want DeadlineExceeded", err)
+	}
+	if exec == nil || exec.Status != "queued" {
+		t.Fatalf("last record = %+v, want the queued record of the first poll", exec)
+	}
+	if polls.Load() < 2 {
+		t.Errorf("polled %d times, want the deadline to land during the second poll", polls.Load())
+	}
+}
+
 func TestFailedExecutionRecord(t *testing.T) {
 	s := newServer(t, reply(200, `{"execution_id":"ex1","status":"error","error":{"code":1007,"name":"EXECUTION_FAILED","message":"boom"}}`))
 	exec, err := svc.New(s.URL).WaitExecution(context.Background(), "ex1")
