@@ -28,6 +28,8 @@ export interface FederationComponents {
   metrics?: SvcMetrics
 }
 
+const MAX_HOLDER_HINTS = 10_000
+
 /** Changes travel without code: code is fetched on demand from a provider and checked against its digest. */
 const withoutCode = (c: CatalogChange): CatalogChange => ({ ...c, fn: { ...c.fn, source_code: '' } })
 
@@ -47,6 +49,12 @@ export class Federation implements FederationPort {
   private readonly registered = new Map<string, NodeRegistration>()
   private readonly unsubscribe: Array<() => void> = []
   private readonly syncing = new Map<string, Promise<void>>()
+  /**
+   * content digest → the member whose signed gossip announced that content as added: the node that
+   * published it holds its code, so a fetch asks it first (the digest check still decides).
+   * Bounded: the oldest hints are dropped past MAX_HOLDER_HINTS.
+   */
+  private readonly holders = new Map<string, string>()
   private timer: NodeJS.Timeout | undefined
 
   constructor(init: FederationInit, components: FederationComponents) {
@@ -70,6 +78,7 @@ export class Federation implements FederationPort {
     const replica = this.engine.replication
     this.node.subscribe(CATALOG_TOPIC, async (payload, origin) => {
       const change = payload as CatalogChange
+      if (change?.op === 'added' && typeof change.fn?.content_digest === 'string') this.hintHolder(change.fn.content_digest, origin.peerId)
       await replica.apply([change])
       // a gap in the origin's sequence: something was missed, repair it from the sender
       if (typeof change.seq === 'number' && (replica.versionVector()[change.origin] ?? 0) < change.seq) void this.syncWith(origin.peerId)
@@ -181,6 +190,12 @@ export class Federation implements FederationPort {
 
   // ---- discovery and code ----------------------------------------------------------------------
 
+  private hintHolder(digest: string, peerId: string): void {
+    this.holders.delete(digest)
+    this.holders.set(digest, peerId)
+    if (this.holders.size > MAX_HOLDER_HINTS) this.holders.delete(this.holders.keys().next().value!)
+  }
+
   private async provide(digest: string): Promise<void> {
     try {
       await this.node.provide(digest)
@@ -212,12 +227,17 @@ export class Federation implements FederationPort {
     return { source_code: fn.source_code }
   }
 
-  /** FederationPort.fetchCode: providers from the DHT (members only), then other members; the first matching code wins. */
+  /**
+   * FederationPort.fetchCode. Candidates, each tried once and in turn: the member whose gossip
+   * announced the content (it published it), providers from the DHT as the query finds them
+   * (members only), then the other members (a provider record may not have reached the DHT yet).
+   * The first code that hashes to `contentDigest` wins; none → 2001.
+   */
   async fetchCode(tenant: string, short: string, version: number, contentDigest: string): Promise<string> {
     const fn = await this.engine.replication.localVersion(tenant, short, version)
     const tried = new Set<string>()
     const attempt = async (peerId: string): Promise<string | undefined> => {
-      if (tried.has(peerId)) return undefined
+      if (tried.has(peerId) || peerId === this.nodeId) return undefined
       tried.add(peerId)
       try {
         const answer = await this.node.request(peerId, CODE_PROTOCOL, { tenant_id: tenant, rufid_short: short, version, content_digest: contentDigest }, 5_000) as { source_code?: unknown }
@@ -233,16 +253,22 @@ export class Federation implements FederationPort {
         return undefined
       }
     }
-    // providers announced in the DHT (members only), in a stable order; then members that may hold
-    // the code without their record having reached us yet
-    const providers = (await this.node.findProviders(contentDigest, { timeoutMs: 2_000 })).map((p) => p.peerId).sort()
-    const others = this.node.members().map((m) => m.peerId).filter((id) => !providers.includes(id)).sort()
-    for (const peerId of [...providers, ...others]) {
+    const found = (code: string): string => {
+      void this.provide(contentDigest)
+      return code
+    }
+    const holder = this.holders.get(contentDigest)
+    if (holder !== undefined && this.node.member(holder) !== undefined) {
+      const code = await attempt(holder)
+      if (code !== undefined) return found(code)
+    }
+    for await (const provider of this.node.providers(contentDigest, { timeoutMs: 2_000 })) {
+      const code = await attempt(provider.peerId)
+      if (code !== undefined) return found(code)
+    }
+    for (const peerId of this.node.members().map((m) => m.peerId).sort()) {
       const code = await attempt(peerId)
-      if (code !== undefined) {
-        void this.provide(contentDigest)
-        return code
-      }
+      if (code !== undefined) return found(code)
     }
     throw new SvcError('FEDERATION_UNREACHABLE', `no reachable provider holds ${short} v${version}`, { details: { rufid_short: short, content_digest: contentDigest, tried: [...tried] } })
   }

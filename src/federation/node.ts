@@ -424,23 +424,39 @@ export class FederationNode {
     await this.p2p.contentRouting.provide(cidOfDigest(digestHex), { signal: AbortSignal.timeout(timeoutMs) })
   }
 
-  /** Members that announced `digestHex`; records of non-members are ignored. */
-  async findProviders(digestHex: string, options: { timeoutMs?: number; max?: number } = {}): Promise<FederationMember[]> {
-    const out = new Map<string, FederationMember>()
-    const signal = AbortSignal.timeout(options.timeoutMs ?? 3_000)
+  /**
+   * Members that announced `digestHex`, yielded as the DHT query finds them (so a caller can try
+   * the first one at once); records of non-members are ignored. Ends after `max` members or
+   * `timeoutMs`, whichever comes first.
+   */
+  async *providers(digestHex: string, options: { timeoutMs?: number; max?: number } = {}): AsyncGenerator<FederationMember> {
+    const seen = new Set<string>()
+    let yielded = 0
+    const controller = new AbortController()
+    const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(options.timeoutMs ?? 3_000)])
     try {
       for await (const provider of this.p2p.contentRouting.findProviders(cidOfDigest(digestHex), { signal })) {
         const id = provider.id.toString()
-        if (id === this.peerId || out.has(id)) continue
+        if (id === this.peerId || seen.has(id)) continue
+        seen.add(id)
         if (provider.multiaddrs.length) await this.p2p.peerStore.merge(provider.id, { multiaddrs: provider.multiaddrs }).catch(() => undefined)
         const member = await this.ensureMember(id, 3_000)
-        if (member) out.set(id, member)
-        if (out.size >= (options.max ?? 20)) break
+        if (member === undefined) continue
+        yield member
+        if (++yielded >= (options.max ?? 20)) break
       }
     } catch (err) {
       if (!signal.aborted) this.log.debug({ err }, 'provider lookup failed')
+    } finally {
+      controller.abort() // a caller that stopped early ends the DHT query too
     }
-    return [...out.values()]
+  }
+
+  /** Every member that announced `digestHex` (see `providers`). */
+  async findProviders(digestHex: string, options: { timeoutMs?: number; max?: number } = {}): Promise<FederationMember[]> {
+    const out: FederationMember[] = []
+    for await (const member of this.providers(digestHex, options)) out.push(member)
+    return out
   }
 }
 

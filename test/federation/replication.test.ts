@@ -99,9 +99,7 @@ describe('catalog replication, discovery and code on demand (in-process members)
   })
 
   it('a provider serving bytes that do not match the digest is refused and another provider is tried', async () => {
-    // providers are tried in PeerId order: give the liar a PeerId before the honest provider's
-    let liarIdentity = await newIdentity()
-    while (liarIdentity.peerId > a.identity.peerId) liarIdentity = await newIdentity()
+    const liarIdentity = await newIdentity()
     let lies = 0
     const { engine: liarEngine } = await createTestEngine()
     const liar: Member = {
@@ -121,6 +119,10 @@ describe('catalog replication, discovery and code on demand (in-process members)
     await waitFor(async () => (await b.engine.functions.ledger(tenant, 'honest')).length === 1)
     const providers = await b.federation.node.findProviders(created.fn.content_digest)
     expect(providers.map((p) => p.peerId)).toContain(liar.identity.peerId)
+    // b would ask the publisher first (its gossip named it): make the liar the first candidate
+    const hints = (b.federation as unknown as { holders: Map<string, string> }).holders
+    await waitFor(() => hints.get(created.fn.content_digest) === a.identity.peerId, 5_000)
+    hints.set(created.fn.content_digest, liar.identity.peerId)
     const resolved = await b.engine.functions.resolve(tenant, { short: created.rufid_short })
     expect(resolved.fn.source_code).toBe(created.fn.source_code)
     expect(lies).toBe(1)
