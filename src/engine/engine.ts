@@ -21,6 +21,7 @@ import { BranchService } from './branches/index.js'
 import type { CatalogStore, LevelDatabase } from './storage/catalog-store.js'
 import type { Principal } from './types.js'
 import { CatalogReplica } from './replication/catalog-replica.js'
+import { Mutex } from './mutex.js'
 import type { FederationPort } from './replication/federation-port.js'
 import { fetchMissingCode } from './replication/remote-code.js'
 
@@ -97,11 +98,14 @@ export interface Engine {
 export function createEngine(init: EngineInit, components: EngineComponents): Engine {
   const { db, store, sandbox, metrics, events } = components
   const manifests = new ManifestService({ lockfile: init.lockfile ?? {} })
-  const replication = new CatalogReplica({ db, store })
+  // every write of the catalog (local creates, deletes and branch moves; replicated changes) takes it
+  const catalogLock = new Mutex()
+  const replication = new CatalogReplica({ db, store, catalogLock })
   const functions = new FunctionRegistry(init.registry, {
-    store, metrics, events, manifests,
+    store, metrics, events, manifests, catalogLock,
     replication: {
       recorded: (op, fn, ledger) => replication.recordLocal(op, fn, ledger),
+      movedBranch: (ledger, move) => replication.recordLocalMove(ledger, move),
       assertNotLoser: (tenant, short, version) => replication.assertNotLoser(tenant, short, version),
       fetchCode: (fn) => fetchMissingCode(fn, { store, federation }),
     },
@@ -121,7 +125,7 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
   const marketplace = new Marketplace({ store, events })
   let ready = false
   let starting: Promise<void> | undefined
-  const branches = new BranchService({ registry: functions, executions, store })
+  const branches = new BranchService({ registry: functions, executions, store, newMoveId: () => replication.newMoveId() })
   return {
     functions,
     manifests,

@@ -31,7 +31,7 @@ export interface FederationComponents {
 const MAX_HOLDER_HINTS = 10_000
 
 /** Changes travel without code: code is fetched on demand from a provider and checked against its digest. */
-const withoutCode = (c: CatalogChange): CatalogChange => ({ ...c, fn: { ...c.fn, source_code: '' } })
+const withoutCode = (c: CatalogChange): CatalogChange => (c.kind === 'branch' ? c : { ...c, fn: { ...c.fn, source_code: '' } })
 
 /**
  * The federation of one node: its libp2p member node, catalog replication (gossip of changes and
@@ -78,7 +78,7 @@ export class Federation implements FederationPort {
     const replica = this.engine.replication
     this.node.subscribe(CATALOG_TOPIC, async (payload, origin) => {
       const change = payload as CatalogChange
-      if (change?.op === 'added' && typeof change.fn?.content_digest === 'string') this.hintHolder(change.fn.content_digest, origin.peerId)
+      if (change?.kind !== 'branch' && change?.op === 'added' && typeof change.fn?.content_digest === 'string') this.hintHolder(change.fn.content_digest, origin.peerId)
       await replica.apply([change])
       // a gap in the origin's sequence: something was missed, repair it from the sender
       if (typeof change.seq === 'number' && (replica.versionVector()[change.origin] ?? 0) < change.seq) void this.syncWith(origin.peerId)
@@ -97,10 +97,13 @@ export class Federation implements FederationPort {
     await this.node.handleMembers(REGISTER_PROTOCOL, async (request) => this.register(request))
     this.unsubscribe.push(replica.onLocalChange((change) => this.announce(change)))
     this.unsubscribe.push(replica.onConflict((conflict) => {
+      const what = conflict.kind === 'branch'
+        ? `branch ${conflict.branch} of ${conflict.function_name} moved concurrently: move ${conflict.winner.move_id} to ${conflict.winner.version} wins`
+        : `conflict on ${conflict.function_name} v${conflict.version}: ${conflict.winner.rufid_short} wins`
       this.log.warn({ key: conflict.key, winner: conflict.winner.rufid_short, losers: conflict.losers.map((l) => l.rufid_short) }, 'catalog conflict recorded')
       void this.engine.auditLog.record({
         operation: 'federation.conflict', rufid: conflict.losers.map((l) => l.rufid_short).join(','), user: 'federation', tenant: conflict.tenant_id,
-        ip: '', result: `conflict on ${conflict.function_name} v${conflict.version}: ${conflict.winner.rufid_short} wins`, duration_ms: 0, code: 2002,
+        ip: '', result: what, duration_ms: 0, code: 2002,
       }).catch(() => undefined)
     }))
     // replicated versions reach the node's listeners (marketplace index, subscriptions) as local ones do
@@ -149,7 +152,7 @@ export class Federation implements FederationPort {
   private announce(change: CatalogChange): void {
     if (!this.node.started) return
     void this.node.publish(CATALOG_TOPIC, withoutCode(change)).catch((err: unknown) => this.log.debug({ err }, 'gossip publish failed'))
-    if (change.op === 'added') void this.provide(change.fn.content_digest)
+    if (change.kind !== 'branch' && change.op === 'added') void this.provide(change.fn.content_digest)
   }
 
   private async answerSync(request: Partial<SyncBatch>): Promise<SyncBatch> {
@@ -214,6 +217,7 @@ export class Federation implements FederationPort {
     // every version this node recorded or applied is in the replica's change log
     const batch = await this.engine.replication.changesSince({})
     for (const c of [...batch.added, ...batch.updated]) {
+      if (c.kind === 'branch') continue
       const found = await this.engine.replication.localVersion(c.fn.tenant_id, c.fn.rufid_short, c.fn.version)
       if (found) yield found
     }

@@ -129,6 +129,29 @@ describe('a federation of 5 daemon processes', () => {
     expect(body.entries).toBe(21)
   })
 
+  it('a branch deployed on node 1 is invoked on node 5, and moved from node 5 with its key', async () => {
+    const deployed = await call(nodes[0]!, 'POST', '/api/v1/functions/deploy', {
+      function_name: 'shipped', signature: '(a)', language: 'javascript', source_code: 'function shipped(a) {\n  return a + 1\n}\n', branch: 'staging',
+    })
+    expect(deployed.status).toBe(201)
+    const key = deployed.body.branch_key as string
+    const invokeOn = (node: ClusterNode) => call(node, 'POST', '/api/v1/functions/branches/staging/invoke', { function_name: 'shipped', arguments: { a: 1 } })
+    const first = await waitFor(async () => {
+      const r = await invokeOn(nodes[4]!)
+      return r.status === 200 ? r : undefined
+    }, 5_000, 50)
+    expect(first!.body).toMatchObject({ result: 2, version: 'v1', branch: 'staging' })
+    const moved = await call(nodes[4]!, 'POST', '/api/v1/functions/deploy', {
+      function_name: 'shipped', signature: '(a)', language: 'javascript', source_code: 'function shipped(a) {\n  return a + 2\n}\n', branch: 'staging', branch_key: key,
+    })
+    expect(moved.status).toBe(201)
+    const second = await waitFor(async () => {
+      const r = await invokeOn(nodes[0]!)
+      return r.status === 200 && r.body.version === 'v2' ? r : undefined
+    }, 5_000, 50)
+    expect(second!.body.result).toBe(3)
+  })
+
   it('two nodes publishing different code as the same (tenant, name, version) during a partition converge after healing', async () => {
     const islands: ClusterNode[] = []
     for (const name of ['island-a', 'island-b']) {

@@ -84,6 +84,23 @@ describe('catalog replication, discovery and code on demand (in-process members)
     await waitFor(async () => new Set(await Promise.all(all.map(digestOf))).size === 1, 15_000)
   })
 
+  it('branch heads replicate: a deploy moves the head on every node, and a node that was away catches up', async () => {
+    const first = await a.engine.branches.deploy(tenant, { ...fn('ship', 'a + 1'), branch: 'staging' })
+    await waitFor(async () => (await c.engine.branches.head(tenant, 'ship', 'staging')).move_id === first.head.move_id)
+    await c.federation.stop()
+    const second = await b.engine.branches.deploy(tenant, { ...fn('ship', 'a + 2'), branch: 'staging', branch_key: first.branch_key })
+    expect(second.head.version).toBe(2)
+    c.federation = await startFederation(c.engine, c.identity, [addr(a), addr(b)])
+    for (const m of all) {
+      const head = await waitFor(async () => {
+        const h = await m.engine.branches.head(tenant, 'ship', 'staging')
+        return h.move_id === second.head.move_id ? h : undefined
+      }, 15_000)
+      expect(head).toMatchObject({ version: 2, rufid_short: second.rufid_short })
+      expect((await m.engine.branches.verifyHeads()).differing).toEqual([])
+    }
+  })
+
   it('a deletion replicates as a tombstone', async () => {
     const created = await a.engine.functions.create(tenant, fn('gone', 'a - 1'))
     await waitFor(async () => (await b.engine.functions.ledger(tenant, 'gone')).length === 1)
@@ -150,7 +167,7 @@ describe('catalog replication, discovery and code on demand (in-process members)
     await expect(a.federation.register({ ...registration, node_id: b.identity.peerId })).rejects.toMatchObject({ code: 1003 })
     const batch = await a.federation.sync({ vector: {} })
     expect(batch.added.length).toBeGreaterThan(0)
-    expect(batch.added.every((ch) => ch.fn.source_code === '')).toBe(true)
+    expect(batch.added.every((ch) => ch.kind !== 'branch' && ch.fn.source_code === '')).toBe(true)
     const none = await a.federation.sync({ vector: a.engine.replication.versionVector() })
     expect(none.added.length + none.updated.length + none.deleted.length).toBe(0)
   })

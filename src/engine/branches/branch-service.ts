@@ -9,13 +9,15 @@ import type { CatalogStore } from '../storage/catalog-store.js'
 import type { ExecutionRecord, LedgerEntry, Principal } from '../types.js'
 import { parseOrThrow } from '../validation.js'
 import { MAX_BRANCH_KEY_LENGTH, MIN_BRANCH_KEY_LENGTH, hashBranchKey, mintBranchKey, verifyBranchKey } from './branch-keys.js'
-import { compareHeads, rebuildHeads } from './rebuild-heads.js'
+import { branchStates, compareHeads, mergeMoves, moveIdOfHead, rebuildHeads } from './rebuild-heads.js'
 import { BRANCH_NAME, DEFAULT_BRANCH, type BranchHead, type BranchMove, type BranchedLedgerEntry } from './types.js'
 
 export interface BranchServiceComponents {
   registry: FunctionRegistry
   executions: ExecutionService
   store: CatalogStore
+  /** a fresh, globally unique move id that sorts in clock order (`<hlc>@<origin>`) */
+  newMoveId: () => string
 }
 
 export interface DeployResult extends CreateResult {
@@ -82,7 +84,10 @@ export class BranchService {
     let newKey: string | undefined
     if (before) {
       if (supplied === undefined) throw denied(`branch ${branch} of ${name} exists: its branch key is required to move it`, where)
-      if (!(await verifyBranchKey(supplied, before.key_hash))) throw denied(`wrong branch key for branch ${branch} of ${name}`, where)
+      if (!(await verifyBranchKey(supplied, before.key_hash))) {
+        await this.refuseLostCreation(before, supplied)
+        throw denied(`wrong branch key for branch ${branch} of ${name}`, where)
+      }
       keyHash = before.key_hash
     } else {
       newKey = supplied ?? mintBranchKey()
@@ -111,6 +116,10 @@ export class BranchService {
           moved_by: principal.user,
           key_hash: keyHash,
           from_version: current?.version ?? null,
+          id: this.c.newMoveId(),
+          parent: current ? moveIdOfHead(current) : null,
+          version: fn.version,
+          rufid_short: fn.rufid_short,
         }
         const head: BranchHead = {
           tenant_id: tenant,
@@ -123,11 +132,12 @@ export class BranchService {
           created_at: current?.created_at ?? now,
           updated_at: now,
           updated_by: principal.user,
+          move_id: move.id!,
         }
         const entry = ledger as BranchedLedgerEntry
-        const moved: BranchedLedgerEntry = { ...entry, branches: [...(entry.branches ?? []), move] }
+        const moved: BranchedLedgerEntry = { ...entry, branches: mergeMoves(entry.branches, [move]) }
         outcome = { head, moved: true, previous: current?.version ?? null }
-        return { ledger: moved as LedgerEntry, head }
+        return { ledger: moved as LedgerEntry, head, move }
       },
     })
     const o = outcome!
@@ -139,6 +149,23 @@ export class BranchService {
       moved: o.moved,
       previous_version: o.previous,
       head: o.head,
+    }
+  }
+
+  /**
+   * A key that is not the branch's may be the key of a creation of the same branch that lost a
+   * federation fork (two nodes created it concurrently, each with its own key): that caller acts
+   * on the losing side, 2002 naming the winning head. Otherwise it returns (the caller answers 1003).
+   */
+  private async refuseLostCreation(head: BranchHead, supplied: string): Promise<void> {
+    const state = branchStates(await this.c.store.ledgerEntries({ tenant: head.tenant_id, function_name: head.function_name }))
+      .find((s) => s.branch === head.branch)
+    const losingKeys = new Set((state?.forks ?? []).flatMap((f) => f.losers.map((l) => l.key_hash)).filter((h) => h !== head.key_hash))
+    for (const hash of losingKeys) {
+      if (!(await verifyBranchKey(supplied, hash))) continue
+      throw new SvcError('SYNC_CONFLICT', `branch ${head.branch} of ${head.function_name} was created concurrently on another federation node, and that creation won: this key belongs to the losing one`, {
+        details: { function_name: head.function_name, branch: head.branch, winner: { version: `v${head.version}`, rufid_short: head.rufid_short, move_id: head.move_id ?? null } },
+      })
     }
   }
 

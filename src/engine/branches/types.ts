@@ -20,6 +20,19 @@ export interface BranchMove {
   key_hash: string
   /** the version the head pointed at before; null when this move created the branch */
   from_version: number | null
+  /**
+   * Unique id of the move, `<hybrid logical clock>@<replica origin>`: ids sort in clock order.
+   * Moves recorded before branches replicated have none (their order is `seq`).
+   */
+  id?: string
+  /** id of the move the head pointed at before (null: this move created the branch) */
+  parent?: string | null
+  /**
+   * The version the move points at. The ledger entry the move is recorded on names the same
+   * version; a move onto the losing content of a federation conflict names that content here.
+   */
+  version?: number
+  rufid_short?: string
 }
 
 /** A ledger entry with the head moves it received (older entries have none). */
@@ -38,4 +51,6 @@ export interface BranchHead {
   created_at: string
   updated_at: string
   updated_by: string
+  /** id of the move that put the head here (absent for moves recorded before moves had ids) */
+  move_id?: string
 }

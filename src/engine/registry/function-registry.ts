@@ -31,6 +31,11 @@ export interface FunctionRegistryComponents {
   manifests?: ManifestService
   /** federation replication: told of local creates and deletes; refuses the losing side of a conflict (2002) */
   replication?: RegistryReplicationHooks
+  /**
+   * The lock every write of the catalog takes (shared with replication, which merges into the same
+   * ledger entries); a fresh one when absent.
+   */
+  catalogLock?: Mutex
 }
 
 export interface CreateOptions {
@@ -99,7 +104,7 @@ export class FunctionRegistry {
   private readonly events: EventBus
   readonly manifests: ManifestService
   private readonly cache: ResolutionCache<FunctionVersion>
-  private readonly writes = new Mutex()
+  private readonly writes: Mutex
   private readonly createSchema: ReturnType<typeof createInputSchema>
   private readonly shareBaseOf: () => string
   private readonly replication: RegistryReplicationHooks | undefined
@@ -110,6 +115,7 @@ export class FunctionRegistry {
     this.events = components.events
     this.manifests = components.manifests ?? new ManifestService()
     this.replication = components.replication
+    this.writes = components.catalogLock ?? new Mutex()
     this.cache = new ResolutionCache(init.cache)
     this.createSchema = createInputSchema({ maxSourceBytes: init.maxSourceBytes })
     const base = init.shareBase
@@ -147,7 +153,10 @@ export class FunctionRegistry {
         if (options.withinWrite) {
           const ledger = (await this.store.getLedgerEntry(tenant, same.function_name, same.version)) ?? ledgerOf(same)
           const move = await options.withinWrite(same, ledger, false)
-          if (move) await this.store.putBranchMove(move)
+          if (move) {
+            await this.store.putBranchMove(move)
+            await this.replication?.movedBranch?.(move.ledger, move.move)
+          }
         }
         return { fn: same, created: false }
       }
@@ -187,6 +196,7 @@ export class FunctionRegistry {
       if (move) ledger = move.ledger
       await this.store.putNewVersion({ fn, ledger, ...(move ? { head: move.head } : {}) })
       await this.replication?.recorded('added', fn, ledger)
+      if (move) await this.replication?.movedBranch?.(move.ledger, move.move)
       this.cache.delete(cacheKey(tenant, short))
       return { fn, created: true }
     })

@@ -1,6 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { AbstractSublevel } from 'abstract-level'
+import { canonicalJson } from '../../core/canonical-json.js'
 import { SvcError } from '../../core/errors.js'
+import { branchStates, mergeMoves, type BranchFork, type PlacedMove } from '../branches/rebuild-heads.js'
+import { BRANCH_NAME, type BranchedLedgerEntry, type BranchMove } from '../branches/types.js'
 import { Mutex } from '../mutex.js'
 import type { CatalogStore, LevelDatabase } from '../storage/catalog-store.js'
 import type { FunctionVersion, LedgerEntry } from '../types.js'
@@ -13,7 +16,9 @@ type Json = AbstractSublevel<LevelDatabase, unknown, string, unknown>
  * keyed by (tenant, function_name, version), stamped with its origin replica, that origin's
  * sequence number and a hybrid logical clock.
  */
-export interface CatalogChange {
+export interface VersionChange {
+  /** absent in changes recorded before branch moves replicated */
+  kind?: 'version'
   origin: string
   seq: number
   hlc: string
@@ -22,6 +27,24 @@ export interface CatalogChange {
   fn: FunctionVersion
   ledger: LedgerEntry
 }
+
+/**
+ * One move of a branch head (updated), keyed by (tenant, function_name, branch). The move names
+ * its parent move, so every replica places it in the same tree (see `walkBranch`).
+ */
+export interface BranchChange {
+  kind: 'branch'
+  origin: string
+  seq: number
+  hlc: string
+  op: 'updated'
+  key: string
+  tenant_id: string
+  function_name: string
+  move: PlacedMove
+}
+
+export type CatalogChange = VersionChange | BranchChange
 
 /** {origin → highest sequence number held} */
 export type VersionVector = Record<string, number>
@@ -46,7 +69,10 @@ interface Contender {
   deleted_at?: string
 }
 
-export interface CatalogConflict {
+/** Two different contents for one (tenant, function_name, version). */
+export interface VersionConflict {
+  /** absent in conflicts recorded before branch conflicts existed */
+  kind?: 'version'
   key: string
   tenant_id: string
   function_name: string
@@ -56,6 +82,31 @@ export interface CatalogConflict {
   detected_at: string
 }
 
+/** One move of a fork of a branch (a conflict names no key hash). */
+export interface BranchContender {
+  move_id: string
+  version: string
+  rufid_short: string
+  moved_at: string
+  moved_by: string
+}
+
+/** A branch moved concurrently: moves with the same parent; the earliest wins. */
+export interface BranchConflict {
+  kind: 'branch'
+  key: string
+  tenant_id: string
+  function_name: string
+  branch: string
+  /** the move both sides moved from (null: both created the branch) */
+  parent_move_id: string | null
+  winner: BranchContender
+  losers: BranchContender[]
+  detected_at: string
+}
+
+export type CatalogConflict = VersionConflict | BranchConflict
+
 export interface ApplyResult {
   applied: number
   conflicts: CatalogConflict[]
@@ -64,10 +115,29 @@ export interface ApplyResult {
 export interface CatalogReplicaComponents {
   db: LevelDatabase
   store: CatalogStore
+  /**
+   * The catalog's write lock, shared with the function registry: remote changes are applied under
+   * it, and local changes are recorded by callers that hold it.
+   */
+  catalogLock?: Mutex
 }
 
 export const catalogKey = (tenant: string, name: string, version: number): string =>
   `${tenant}\u0000${name}\u0000${String(version).padStart(10, '0')}`
+/** the key of a branch's changes and conflicts (its own prefix: never a version's key) */
+export const branchChangeKey = (tenant: string, name: string, branch: string): string =>
+  `branch\u0000${tenant}\u0000${name}\u0000${branch}`
+/** moves by the ledger entry they are recorded on, then id */
+const moveKey = (tenant: string, name: string, version: number, id: string): string => `${catalogKey(tenant, name, version)}\u0000${id}`
+
+interface StoredMove {
+  tenant_id: string
+  function_name: string
+  move: PlacedMove
+}
+
+const contenderOf = (m: PlacedMove): BranchContender =>
+  ({ move_id: m.id, version: `v${m.version}`, rufid_short: m.rufid_short, moved_at: m.moved_at, moved_by: m.moved_by })
 
 const pad = (n: number): string => n.toString().padStart(12, '0')
 const contenderOrder = (a: Contender, b: Contender): number =>
@@ -75,9 +145,14 @@ const contenderOrder = (a: Contender, b: Contender): number =>
 
 /**
  * The replicated catalog of this node: a change log in LevelDB (`repl_log`, by origin and sequence),
- * the contenders of every key (`repl_entries`), conflicts (`repl_conflicts`). Applying changes is
- * idempotent and order-independent: every replica that holds the same changes holds the same
- * entries, winners and conflicts, and `digest()` shows it.
+ * the contenders of every key (`repl_entries`), every branch move (`repl_moves`), conflicts
+ * (`repl_conflicts`). Applying changes is idempotent and order-independent: every replica that
+ * holds the same changes holds the same entries, winners, branch heads and conflicts, and
+ * `digest()` shows it.
+ *
+ * Branch moves are materialized into the ledger entries they point at (a move whose version has
+ * not arrived waits in `repl_moves`), and heads are always what the ledger determines
+ * (`branchStates`): rebuilding heads from the ledger alone gives the stored heads on every node.
  */
 export class CatalogReplica {
   private readonly db: LevelDatabase
@@ -85,11 +160,12 @@ export class CatalogReplica {
   private log!: Json
   private entries!: Json
   private conflictTable!: Json
+  private moves!: Json
   private meta!: Json
-  private readonly mutex = new Mutex()
+  private readonly lock: Mutex
   private readonly vector: VersionVector = {}
   /** `tenant:short:version` of losing versions → the conflict */
-  private readonly losers = new Map<string, CatalogConflict>()
+  private readonly losers = new Map<string, VersionConflict>()
   private readonly changeListeners = new Set<(change: CatalogChange) => void>()
   private readonly appliedListeners = new Set<(fn: FunctionVersion) => void>()
   private readonly conflictListeners = new Set<(conflict: CatalogConflict) => void>()
@@ -100,6 +176,7 @@ export class CatalogReplica {
   constructor(components: CatalogReplicaComponents) {
     this.db = components.db
     this.store = components.store
+    this.lock = components.catalogLock ?? new Mutex()
   }
 
   /** Loads the origin id, version vector and conflicts (the database is opened by the store). */
@@ -109,6 +186,7 @@ export class CatalogReplica {
     this.log = this.db.sublevel<string, unknown>('repl_log', json) as Json
     this.entries = this.db.sublevel<string, unknown>('repl_entries', json) as Json
     this.conflictTable = this.db.sublevel<string, unknown>('repl_conflicts', json) as Json
+    this.moves = this.db.sublevel<string, unknown>('repl_moves', json) as Json
     this.meta = this.db.sublevel<string, unknown>('repl_meta', json) as Json
     let origin = (await this.meta.get('origin')) as string | undefined
     if (origin === undefined) {
@@ -127,7 +205,7 @@ export class CatalogReplica {
   }
 
   async stop(): Promise<void> {
-    await this.mutex.run(async () => undefined)
+    await this.lock.run(async () => undefined)
     this.started = false
   }
 
@@ -152,18 +230,36 @@ export class CatalogReplica {
     return { ...this.vector }
   }
 
-  /** Records a local create or delete (the store already holds it). */
+  /** A fresh move id, `<hlc>@<origin>`: unique across the federation, in clock order. */
+  newMoveId(): string {
+    return `${this.clock.now()}@${this.origin || 'local'}`
+  }
+
+  /** Records a local create or delete (the store already holds it). The caller holds the catalog lock. */
   async recordLocal(op: 'added' | 'deleted', fn: FunctionVersion, ledger: LedgerEntry): Promise<CatalogChange | undefined> {
     if (!this.started) return undefined
-    const change = await this.mutex.run(async () => {
-      const seq = (this.vector[this.origin] ?? 0) + 1
-      const c: CatalogChange = {
-        origin: this.origin, seq, hlc: this.clock.now(), op,
-        key: catalogKey(fn.tenant_id, fn.function_name, fn.version), fn, ledger,
-      }
-      await this.applyOne(c, true)
-      return c
+    return this.recordOwn({
+      origin: this.origin, seq: (this.vector[this.origin] ?? 0) + 1, hlc: this.clock.now(), op,
+      key: catalogKey(fn.tenant_id, fn.function_name, fn.version), fn, ledger,
     })
+  }
+
+  /**
+   * Records a local branch move (the store already holds it, in `ledger.branches` and the head).
+   * The caller holds the catalog lock.
+   */
+  async recordLocalMove(ledger: LedgerEntry, move: BranchMove): Promise<CatalogChange | undefined> {
+    if (!this.started || move.id === undefined) return undefined
+    const placed: PlacedMove = { ...move, id: move.id, parent: move.parent ?? null, version: move.version ?? ledger.version, rufid_short: move.rufid_short ?? ledger.rufid_short }
+    return this.recordOwn({
+      kind: 'branch', origin: this.origin, seq: (this.vector[this.origin] ?? 0) + 1, hlc: this.clock.now(), op: 'updated',
+      key: branchChangeKey(ledger.tenant_id, ledger.function_name, move.branch),
+      tenant_id: ledger.tenant_id, function_name: ledger.function_name, move: placed,
+    })
+  }
+
+  private async recordOwn(change: CatalogChange): Promise<CatalogChange> {
+    await this.applyOne(change, true)
     for (const l of this.changeListeners) l(change)
     return change
   }
@@ -174,10 +270,10 @@ export class CatalogReplica {
     let applied = 0
     const ordered = [...changes].filter(isChange).sort((a, b) => (a.origin === b.origin ? a.seq - b.seq : a.hlc < b.hlc ? -1 : 1))
     for (const c of ordered) {
-      const outcome = await this.mutex.run(() => this.applyOne(c, false))
+      const outcome = await this.lock.run(() => this.applyOne(c, false))
       if (outcome === undefined) continue
       applied++
-      if (outcome.conflict) conflicts.push(outcome.conflict)
+      conflicts.push(...outcome.conflicts)
     }
     return { applied, conflicts }
   }
@@ -196,8 +292,11 @@ export class CatalogReplica {
     return batch
   }
 
-  /** A digest over every replicated entry (sorted), the same on replicas that converged. */
-  async digest(): Promise<{ digest: string; entries: number }> {
+  /**
+   * A digest over every replicated entry and branch move (sorted), the same on replicas that
+   * converged. `entries` counts function versions (each content of a key), `branch_moves` moves.
+   */
+  async digest(): Promise<{ digest: string; entries: number; branch_moves: number }> {
     const hash = createHash('sha256')
     let n = 0
     for await (const [key, value] of this.entries.iterator()) {
@@ -208,7 +307,12 @@ export class CatalogReplica {
         n++
       }
     }
-    return { digest: hash.digest('hex'), entries: n }
+    let moves = 0
+    for await (const key of this.moves.keys()) {
+      hash.update(`move|${key}\n`)
+      moves++
+    }
+    return { digest: hash.digest('hex'), entries: n, branch_moves: moves }
   }
 
   async conflicts(filter: { tenant?: string } = {}): Promise<CatalogConflict[]> {
@@ -226,7 +330,7 @@ export class CatalogReplica {
   }
 
   /** The conflict that (tenant, short, version) lost, if any. */
-  conflictOf(tenant: string, short: string, version: number): CatalogConflict | undefined {
+  conflictOf(tenant: string, short: string, version: number): VersionConflict | undefined {
     return this.losers.get(`${tenant}:${short}:${version}`)
   }
 
@@ -244,15 +348,88 @@ export class CatalogReplica {
   }
 
   private indexConflict(conflict: CatalogConflict): void {
+    if (conflict.kind === 'branch') return // a branch fork makes no version a loser
     for (const [k, c] of this.losers) if (c.key === conflict.key) this.losers.delete(k)
     for (const l of conflict.losers) this.losers.set(`${conflict.tenant_id}:${l.rufid_short}:${conflict.version}`, conflict)
   }
 
-  /** Inside the mutex. Undefined when the change was already held. */
-  private async applyOne(c: CatalogChange, local: boolean): Promise<{ conflict?: CatalogConflict } | undefined> {
+  /** Inside the catalog lock. Undefined when the change was already held. */
+  private async applyOne(c: CatalogChange, local: boolean): Promise<{ conflicts: CatalogConflict[] } | undefined> {
     const logKey = `${c.origin}/${pad(c.seq)}`
     if (!local && (await this.log.get(logKey)) !== undefined) return undefined
     if (!local) this.clock.observe(c.hlc)
+    if (c.kind === 'branch') return this.applyMove(c, logKey, local)
+    return this.applyVersion(c, logKey, local)
+  }
+
+  /** A branch move: logged, kept in `repl_moves`, recorded on its ledger entry when that exists, heads refreshed. */
+  private async applyMove(c: BranchChange, logKey: string, local: boolean): Promise<{ conflicts: CatalogConflict[] }> {
+    const stored: StoredMove = { tenant_id: c.tenant_id, function_name: c.function_name, move: c.move }
+    await this.db.batch([
+      { type: 'put', sublevel: this.log, key: logKey, value: c },
+      { type: 'put', sublevel: this.moves, key: moveKey(c.tenant_id, c.function_name, c.move.version, c.move.id), value: stored },
+      { type: 'put', sublevel: this.meta, key: 'hlc', value: this.clock.last },
+    ] as never, { sync: false } as object)
+    this.vector[c.origin] = Math.max(this.vector[c.origin] ?? 0, c.seq)
+    if (!local) {
+      const entry = (await this.store.getLedgerEntry(c.tenant_id, c.function_name, c.move.version)) as BranchedLedgerEntry | undefined
+      if (entry !== undefined) {
+        const merged = mergeMoves(entry.branches, [c.move])
+        if (merged.length !== (entry.branches ?? []).length) await this.store.putLedgerEntry({ ...entry, branches: merged } as LedgerEntry)
+      }
+    }
+    return { conflicts: await this.refreshBranches(c.tenant_id, c.function_name, new Set([c.move.branch])) }
+  }
+
+  /** Moves recorded for (tenant, name, version) that its ledger entry may not carry yet. */
+  private async movesOf(tenant: string, name: string, version: number): Promise<PlacedMove[]> {
+    const prefix = `${catalogKey(tenant, name, version)}\u0000`
+    const out: PlacedMove[] = []
+    for await (const value of this.moves.values({ gte: prefix, lt: `${prefix}\uffff` })) out.push((value as StoredMove).move)
+    return out
+  }
+
+  /**
+   * Stores the heads the ledger now determines for `branches` of one lineage, and records the forks
+   * on their winning paths that are new as conflicts. Inside the catalog lock.
+   */
+  private async refreshBranches(tenant: string, name: string, branches: ReadonlySet<string>): Promise<CatalogConflict[]> {
+    if (branches.size === 0) return []
+    const states = branchStates(await this.store.ledgerEntries({ tenant, function_name: name })).filter((st) => branches.has(st.branch))
+    const changed = []
+    for (const st of states) {
+      if (st.head === undefined) continue
+      const current = await this.store.getBranchHead(tenant, name, st.branch)
+      if (current === undefined || canonicalJson(current) !== canonicalJson(st.head)) changed.push(st.head)
+    }
+    await this.store.putBranchHeads(changed)
+    const found: CatalogConflict[] = []
+    for (const st of states) {
+      for (const fork of st.forks) {
+        const conflict = await this.recordFork(tenant, name, st.branch, fork)
+        if (conflict) found.push(conflict)
+      }
+    }
+    return found
+  }
+
+  /** A fork of a branch as a conflict; undefined when the same fork is already recorded. */
+  private async recordFork(tenant: string, name: string, branch: string, fork: BranchFork): Promise<BranchConflict | undefined> {
+    const key = `${branchChangeKey(tenant, name, branch)}\u0000${fork.parent ?? ''}`
+    const conflict: BranchConflict = {
+      kind: 'branch', key, tenant_id: tenant, function_name: name, branch, parent_move_id: fork.parent,
+      winner: contenderOf(fork.winner), losers: fork.losers.map(contenderOf), detected_at: new Date().toISOString(),
+    }
+    const before = (await this.conflictTable.get(key)) as BranchConflict | undefined
+    const same = (x: BranchConflict | undefined): string => canonicalJson(x === undefined ? null : { w: x.winner, l: x.losers })
+    if (before !== undefined && same(before) === same(conflict)) return undefined
+    await this.conflictTable.put(key, conflict)
+    for (const l of this.conflictListeners) l(conflict)
+    return conflict
+  }
+
+  /** A function version or its tombstone. */
+  private async applyVersion(c: VersionChange, logKey: string, local: boolean): Promise<{ conflicts: CatalogConflict[] }> {
     const before = ((await this.entries.get(c.key)) as Contender[] | undefined) ?? []
     const contenders = before.map((x) => ({ ...x }))
     const same = contenders.find((x) => x.rufid_short === c.fn.rufid_short)
@@ -274,11 +451,11 @@ export class CatalogReplica {
       { type: 'put', sublevel: this.entries, key: c.key, value: contenders },
       { type: 'put', sublevel: this.meta, key: 'hlc', value: this.clock.last },
     ]
-    let conflict: CatalogConflict | undefined
+    let conflict: VersionConflict | undefined
     const losers = contenders.slice(1)
     if (losers.length > 0) {
       conflict = {
-        key: c.key, tenant_id: c.fn.tenant_id, function_name: c.fn.function_name, version: c.fn.version,
+        kind: 'version', key: c.key, tenant_id: c.fn.tenant_id, function_name: c.fn.function_name, version: c.fn.version,
         winner, losers, detected_at: new Date().toISOString(),
       }
       ops.push({ type: 'put', sublevel: this.conflictTable, key: c.key, value: conflict })
@@ -286,28 +463,47 @@ export class CatalogReplica {
     await this.db.batch(ops as never, { sync: false } as object)
     this.vector[c.origin] = Math.max(this.vector[c.origin] ?? 0, c.seq)
     if (conflict) this.indexConflict(conflict)
+    const found: CatalogConflict[] = conflict && before.length !== contenders.length ? [conflict] : []
+    for (const x of found) for (const l of this.conflictListeners) l(x)
     if (!local) {
       // materialize: the version itself (the loser stays stored, addressable by its hash), and the
-      // ledger entry of whichever content won the key
-      const stored = await this.store.getFunction(c.fn.tenant_id, c.fn.rufid_short, c.fn.version)
+      // ledger entry of whichever content won the key, carrying every branch move recorded on that
+      // key (the stored entry's, the change's, and moves that arrived before the version)
+      const { tenant_id: tenant, function_name: name, version } = c.fn
+      const stored = await this.store.getFunction(tenant, c.fn.rufid_short, version)
       const fn: FunctionVersion = stored && c.op !== 'deleted' ? stored : { ...(stored ?? c.fn), ...(c.op === 'deleted' ? { deleted_at: c.fn.deleted_at ?? c.hlc } : {}) }
-      const ledger = winner.rufid_short === c.fn.rufid_short
+      const existing = (await this.store.getLedgerEntry(tenant, name, version)) as BranchedLedgerEntry | undefined
+      const base: BranchedLedgerEntry | undefined = winner.rufid_short === c.fn.rufid_short
         ? { ...c.ledger, ...(winner.deleted_at !== undefined ? { deleted_at: winner.deleted_at } : {}) }
-        : undefined
+        : existing
+      const moves = mergeMoves(mergeMoves(existing?.branches, (c.ledger as BranchedLedgerEntry).branches), await this.movesOf(tenant, name, version))
+      const ledger = base === undefined ? undefined : ({ ...base, ...(moves.length > 0 ? { branches: moves } : {}) } as LedgerEntry)
       await this.store.putReplicatedVersion(fn, ledger)
       for (const l of this.appliedListeners) l(fn)
-    } else if (winner.rufid_short !== c.fn.rufid_short) {
-      // a local write that already lost (a later local version of a conflicting key): keep the winner's ledger
+      if (ledger !== undefined && moves.length > 0) found.push(...(await this.refreshBranches(tenant, name, new Set(moves.map((m) => m.branch)))))
     }
-    if (conflict && (before.length !== contenders.length)) for (const l of this.conflictListeners) l(conflict)
-    return conflict ? { conflict } : {}
+    return { conflicts: found }
   }
 }
 
+const MAX_MOVE_ID = 200
+
+/** A change as a peer may send it: anything else is dropped before it touches the catalog. */
 function isChange(value: unknown): value is CatalogChange {
   const c = value as CatalogChange
-  return typeof c === 'object' && c !== null && typeof c.origin === 'string' && Number.isInteger(c.seq) && c.seq > 0 &&
-    typeof c.hlc === 'string' && (c.op === 'added' || c.op === 'updated' || c.op === 'deleted') && typeof c.key === 'string' &&
+  if (typeof c !== 'object' || c === null || typeof c.origin !== 'string' || !Number.isInteger(c.seq) || c.seq <= 0 ||
+    typeof c.hlc !== 'string' || typeof c.key !== 'string') return false
+  if (c.kind === 'branch') {
+    const m = c.move as Partial<PlacedMove> | null
+    return c.op === 'updated' && typeof c.tenant_id === 'string' && typeof c.function_name === 'string' &&
+      typeof m === 'object' && m !== null && typeof m.branch === 'string' && BRANCH_NAME.test(m.branch) &&
+      typeof m.id === 'string' && m.id.length > 0 && m.id.length <= MAX_MOVE_ID &&
+      (m.parent === null || (typeof m.parent === 'string' && m.parent.length <= MAX_MOVE_ID && m.parent !== m.id)) &&
+      Number.isInteger(m.version) && (m.version ?? 0) > 0 && typeof m.rufid_short === 'string' && /^[A-Za-z0-9]{12}$/.test(m.rufid_short) &&
+      Number.isInteger(m.seq) && typeof m.key_hash === 'string' && typeof m.moved_at === 'string' && typeof m.moved_by === 'string' &&
+      c.key === branchChangeKey(c.tenant_id, c.function_name, m.branch)
+  }
+  return (c.kind === undefined || c.kind === 'version') && (c.op === 'added' || c.op === 'updated' || c.op === 'deleted') &&
     typeof c.fn === 'object' && c.fn !== null && typeof c.ledger === 'object' && c.ledger !== null &&
     c.key === catalogKey(c.fn.tenant_id, c.fn.function_name, c.fn.version) &&
     c.ledger.tenant_id === c.fn.tenant_id && c.ledger.function_name === c.fn.function_name && c.ledger.version === c.fn.version

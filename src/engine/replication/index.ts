@@ -1,4 +1,7 @@
-export { CatalogReplica, catalogKey, type CatalogChange, type CatalogConflict, type SyncBatch, type VersionVector, type ApplyResult } from './catalog-replica.js'
+export {
+  CatalogReplica, catalogKey, branchChangeKey, type CatalogChange, type VersionChange, type BranchChange, type CatalogConflict, type VersionConflict,
+  type BranchConflict, type BranchContender, type SyncBatch, type VersionVector, type ApplyResult,
+} from './catalog-replica.js'
 export { HybridLogicalClock } from './hlc.js'
 export type { RegistryReplicationHooks } from './registry-hooks.js'
 export type { FederationPort, FederatedDiscovery, FederationNodeInfo } from './federation-port.js'

@@ -1,6 +1,6 @@
 import type { AbstractBatchOperation, AbstractLevel, AbstractSublevel } from 'abstract-level'
 import { SvcError } from '../../core/errors.js'
-import type { BranchHead } from '../branches/types.js'
+import type { BranchHead, BranchMove } from '../branches/types.js'
 import type { ExecutionRecord, FunctionStats, FunctionVersion, LedgerEntry } from '../types.js'
 
 /** Format of what this code writes. Bump it with a migration when the layout changes. */
@@ -45,6 +45,8 @@ export interface BranchMoveWrite {
   /** the ledger entry of the version the head moved to, with the move appended to its `branches` */
   ledger: LedgerEntry
   head: BranchHead
+  /** the move itself (it is also in `ledger.branches`) */
+  move: BranchMove
 }
 
 /**
@@ -159,6 +161,16 @@ export class CatalogStore {
       { type: 'put', sublevel: this.ledger, key: ledgerKey(ledger.tenant_id, ledger.function_name, ledger.version), value: ledger },
       this.headPut(head),
     ], true)
+  }
+
+  /** Stores heads (as the ledger determines them), atomically. */
+  async putBranchHeads(heads: BranchHead[]): Promise<void> {
+    if (heads.length > 0) await this.write(heads.map((h) => this.headPut(h)), true)
+  }
+
+  /** Stores a ledger entry as it is (replication merges the moves it carries). */
+  async putLedgerEntry(ledger: LedgerEntry): Promise<void> {
+    await this.write([{ type: 'put', sublevel: this.ledger, key: ledgerKey(ledger.tenant_id, ledger.function_name, ledger.version), value: ledger }], true)
   }
 
   /** Replaces every stored head with `heads` (a rebuild from the ledger). */
