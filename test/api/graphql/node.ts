@@ -10,7 +10,7 @@ import { createRestApi } from '../../../src/api/rest/app.js'
 import { createGraphqlMiddleware, type GraphqlInit } from '../../../src/api/graphql/http.js'
 import { attachGraphqlWs } from '../../../src/api/graphql/ws.js'
 import { attachEventSocket, type EventSocketInit } from '../../../src/api/ws/event-socket.js'
-import type { Engine } from '../../../src/engine/index.js'
+import type { Engine, EngineInit, LevelDatabase } from '../../../src/engine/index.js'
 import { createTestEngine, realSandbox } from '../../fixtures/engine.js'
 
 export const DEFAULT_GRAPHQL: GraphqlInit = { maxDepth: 10, maxCost: 1000, maxDocumentBytes: 100_000, introspection: 'authenticated' }
@@ -21,11 +21,16 @@ export const DEFAULT_WS: EventSocketInit = {
 export interface GraphqlResponse {
   status: number
   headers: Headers
-  body: { data?: Record<string, unknown> | null; errors?: Array<{ message: string; path?: unknown[]; extensions?: { code: number; name: string } }> }
+  body: {
+    data?: Record<string, unknown> | null
+    errors?: Array<{ message: string; path?: unknown[]; extensions?: { code: number; name: string; details?: Record<string, unknown> } }>
+  }
 }
 
 export interface TestNode {
   engine: Engine
+  /** the engine's in-memory LevelDB */
+  db: LevelDatabase
   /** http://127.0.0.1:<port> */
   url: string
   /** ws://127.0.0.1:<port> */
@@ -40,8 +45,10 @@ export interface TestNode {
   stop(): Promise<void>
 }
 
-export async function startNode(options: { graphql?: Partial<GraphqlInit>; ws?: Partial<EventSocketInit> } = {}): Promise<TestNode> {
-  const { engine } = await createTestEngine({ sandbox: await realSandbox(1), auth: { mode: 'standard' } })
+export async function startNode(
+  options: { graphql?: Partial<GraphqlInit>; ws?: Partial<EventSocketInit>; rateLimits?: Partial<EngineInit['rateLimits']> } = {},
+): Promise<TestNode> {
+  const { engine, db } = await createTestEngine({ sandbox: await realSandbox(1), auth: { mode: 'standard' }, ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}) })
   const logger = pino({ level: 'silent' })
   const app = createRestApi({ bodyLimitBytes: 1 << 20, metricsAccess: 'public' }, { engine, logger })
   const graphqlInit = { ...DEFAULT_GRAPHQL, ...options.graphql }
@@ -62,6 +69,7 @@ export async function startNode(options: { graphql?: Partial<GraphqlInit>; ws?: 
 
   return {
     engine,
+    db,
     url,
     wsUrl,
     keys,
