@@ -4,7 +4,7 @@ import { httpStatusOf } from '../http-status.js'
 
 /**
  * The one place the GraphQL door maps svc error codes (decisions.md "Errors"): every error a
- * client sees carries `extensions: { code, name }`; request-level failures (authentication,
+ * client sees carries `extensions: { code, name, details }`; request-level failures (authentication,
  * limits, malformed documents) also get an HTTP status, and over graphql-ws a close code.
  */
 
@@ -52,14 +52,19 @@ export function graphqlErrorOf(err: SvcError): GraphQLError {
   return new GraphQLError(err.message, { originalError: err, extensions: { code: err.code, name: err.name } })
 }
 
-/** The wire form of one error: message, locations, path and `extensions: { code, name }`. */
+/**
+ * The wire form of one error: message, locations, path and `extensions: { code, name, details }`.
+ * `details` is what REST puts in `error.details` (e.g. every JSON-pointer problem of a bad
+ * manifest), `{}` when there is none; an internal fault (1009) shows neither its text nor details.
+ */
 export function formatError(err: GraphQLError): GraphQLFormattedError {
   const svc = svcErrorOf(err)
+  const internal = svc.code === 1009
   return {
-    message: svc.code === 1009 ? 'internal error' : err.message,
+    message: internal ? 'internal error' : err.message,
     ...(err.locations ? { locations: err.locations } : {}),
     ...(err.path ? { path: err.path } : {}),
-    extensions: { code: svc.code, name: svc.name },
+    extensions: { code: svc.code, name: svc.name, details: internal ? {} : svc.details },
   }
 }
 

@@ -37,7 +37,7 @@ const SSE_KEEPALIVE_MS = 15_000
  * certificate). Refused requests answer `{errors: [...]}` with an HTTP status (401 without valid
  * credentials, 403, 429 with Retry-After, 400 malformed or over the depth/cost limits, 413 an
  * oversized document); errors of executed fields answer 200 with `errors` beside `data`. Every
- * error has `extensions: {code, name}`.
+ * error has `extensions: {code, name, details}`.
  */
 export function createGraphqlMiddleware(init: GraphqlInit, components: GraphqlHttpComponents): GraphqlMiddleware {
   const { engine } = components

@@ -28,7 +28,7 @@ const inputOf = (def: { function_name: string; source_code: string; signature: s
   ...(def.description ? { description: def.description } : {}),
 })
 
-const codesOf = (r: GraphqlResponse) => (r.body.errors ?? []).map((e) => e.extensions)
+const codesOf = (r: GraphqlResponse) => (r.body.errors ?? []).map((e) => ({ code: e.extensions?.code, name: e.extensions?.name }))
 
 describe('GraphQL over HTTP', () => {
   let node: TestNode
@@ -198,6 +198,24 @@ describe('GraphQL over HTTP', () => {
     expect(codesOf(boom)).toEqual([{ code: 1007, name: 'EXECUTION_FAILED' }])
   })
 
+  it('errors carry extensions.details: every JSON-pointer problem of a bad manifest, as REST gives them', async () => {
+    const manifest = { schemaVersion: '9.9', name: 7, runtime: { language: 'cobol' }, dependencies: { pip: 'requests' } }
+    const input = { ...inputOf({ ...addJs, function_name: 'withManifest' }), sourceCode: 'function withManifest(a, b) { return a + b }', manifest }
+    const viaGraphql = await node.gql(CREATE, { input })
+    const error = viaGraphql.body.errors![0]!
+    expect(codesOf(viaGraphql)).toEqual([{ code: 1006, name: 'VALIDATION_FAILED' }])
+    const problems = (error.extensions!.details as { problems: Array<{ pointer: string; message: string }> }).problems
+    expect(problems.length).toBeGreaterThan(1)
+    for (const p of problems) expect(p).toEqual({ pointer: expect.stringMatching(/^\//), message: expect.any(String) })
+    const viaRest = await node.rest('/api/v1/functions/create', 'POST', {
+      function_name: 'withManifest', signature: addJs.signature, language: addJs.language, source_code: input.sourceCode, manifest,
+    })
+    expect(error.extensions!.details).toEqual((viaRest.body.error as { details: unknown }).details)
+    // other errors carry their details too
+    const unknown = await node.gql(`{ resolveRUFID(rufid: "AAAAAAAAAAAA") { rufid } }`)
+    expect(unknown.body.errors![0]!.extensions).toEqual({ code: 1002, name: 'RUFID_NOT_FOUND', details: { rufid: 'AAAAAAAAAAAA' } })
+  })
+
   it('without credentials (or with a bad key) answers HTTP 401 with code 1003', async () => {
     const none = await node.gql(`{ listFunctions { pagination { total } } }`, {}, { token: null })
     expect(none.status).toBe(401)
@@ -311,7 +329,7 @@ describe('GraphQL over HTTP', () => {
     expect(await q.json()).toEqual({ data: { resolveRUFID: { version: 'v1' } } })
     const m = await get(`mutation { deleteFunction(rufid: "${addShort}") }`)
     expect(m.status).toBe(405)
-    expect(((await m.json()) as GraphqlResponse['body']).errors![0]!.extensions).toEqual({ code: 1006, name: 'VALIDATION_FAILED' })
+    expect(((await m.json()) as GraphqlResponse['body']).errors![0]!.extensions).toEqual({ code: 1006, name: 'VALIDATION_FAILED', details: {} })
     // other paths still reach REST
     expect((await node.rest('/api/v1/functions', 'GET')).status).toBe(200)
   })

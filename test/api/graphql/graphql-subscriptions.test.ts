@@ -126,7 +126,7 @@ describe('GraphQL subscriptions (graphql-ws and SSE)', () => {
       body: JSON.stringify({ query: EXECUTIONS }),
     })
     expect(anonymous.status).toBe(401)
-    expect(((await anonymous.json()) as { errors: Array<{ extensions: unknown }> }).errors[0]!.extensions).toEqual({ code: 1003, name: 'PERMISSION_DENIED' })
+    expect(((await anonymous.json()) as { errors: Array<{ extensions: unknown }> }).errors[0]!.extensions).toMatchObject({ code: 1003, name: 'PERMISSION_DENIED' })
     const noAccept = await node.gql(EXECUTIONS)
     expect(noAccept.status).toBe(406)
   })
