@@ -101,7 +101,11 @@ export const configSchema = z.object({
     queue_limit: z.number().int().min(0),
     max_log_bytes: z.number().int().min(0),
     kill_grace_ms: z.number().int().min(0),
-    python: z.object({ wheelhouse: z.string() }).strict(),
+    python: z.object({
+      wheelhouse: z.string(),
+      interpreters_per_worker: z.number().int().min(1).max(64),
+      kill_grace_ms: z.number().int().min(0),
+    }).strict(),
     defaults: limits.strict(),
     max: limits.strict(),
   }).strict(),

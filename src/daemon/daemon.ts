@@ -53,6 +53,8 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     queueLimit: x.queue_limit,
     killGraceMs: x.kill_grace_ms,
     ...(x.python.wheelhouse ? { pythonWheelhouse: x.python.wheelhouse } : {}),
+    pythonInterpretersPerWorker: x.python.interpreters_per_worker,
+    pythonKillGraceMs: x.python.kill_grace_ms,
     logger: logger.child({ component: 'sandbox' }),
   })
   const limitsOf = (l: SvcConfig['execution']['defaults']) => ({ timeoutMs: l.timeout_ms, memoryMb: l.memory_mb, cpuMs: l.cpu_ms })

@@ -10,6 +10,8 @@ import type { ExecutionLimits, LogLine, PipPin } from './types.js'
 /** One call, ready to run: arguments are already bound to positions. */
 export interface ExecuteJob {
   key: string
+  /** the isolation scope (tenant): Python interpreters are per scope */
+  scope: string
   language: string
   family: LanguageFamily
   source: string
@@ -47,6 +49,8 @@ export interface WireOutcome {
 /** Configuration a worker receives as its single command-line argument (JSON). */
 export interface WorkerConfig {
   maxWarmIsolates: number
+  /** Python interpreters kept warm, one per scope (LRU). */
+  maxPythonInterpreters: number
   /** Directory of wheels that pinned Python dependencies are installed from. */
   pythonWheelhouse?: string
 }
@@ -59,7 +63,8 @@ export type WorkerMessage =
   | { type: 'ready'; pid: number }
   /** The time-limited part of execution `id` begins (preparation such as transpiling is done). */
   | { type: 'started'; id: number }
-  | { type: 'result'; id: number; outcome: WireOutcome; warmKeys: string[] }
+  /** `warmScopes`: the scopes (tenants) whose Python interpreter the worker holds */
+  | { type: 'result'; id: number; outcome: WireOutcome; warmKeys: string[]; warmScopes: string[] }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null
 
@@ -71,7 +76,7 @@ export function isWorkerMessage(m: unknown): m is WorkerMessage {
     case 'started':
       return typeof m.id === 'number'
     case 'result':
-      return typeof m.id === 'number' && isObject(m.outcome) && Array.isArray(m.warmKeys)
+      return typeof m.id === 'number' && isObject(m.outcome) && Array.isArray(m.warmKeys) && Array.isArray(m.warmScopes)
     default:
       return false
   }

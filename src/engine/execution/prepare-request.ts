@@ -41,6 +41,7 @@ export function prepareRequest(req: SandboxRequest, maxLogBytes: number): Prepar
 
   const common = {
     key: req.key,
+    scope: req.tenant ?? req.key.split('/')[0] ?? '',
     language: req.language.toLowerCase(),
     family,
     source: req.source,

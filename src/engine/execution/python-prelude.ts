@@ -22,12 +22,12 @@
  *   its deadline has passed; `time.sleep` waits in short interruptible host waits; the recursion
  *   limit is capped.
  *
- * Between calls (what is and is not isolated between calls, and so between tenants sharing a
- * worker): before each call the worker restores this namespace and the builtins from its own
+ * Between calls of one tenant (tenants never share an interpreter: python-runtime.ts keeps one per
+ * tenant, so nothing below is a boundary between tenants): before each call the worker restores this namespace and the builtins from its own
  * copies (C-level dict operations, before any Python runs); then `_enter` restores the attributes
  * of the commonly used stdlib modules (`_PROTECTED_MODULE_NAMES`), the json and logging classes
  * and the prelude's classes, `sys.modules` (the baseline; modules a call imported are discarded
- * after it, except a dependency set's, kept per set and tenant), `sys` attributes, standard
+ * after it, except a dependency set's, kept per set), `sys` attributes, standard
  * streams, hooks, recursion and int-digit limits, the SIGINT handler, environment, logging
  * handlers and loggers, warning filters, the `re` caches, gc callbacks and `sys.monitoring` tools.
  * After each call the worker empties /tmp and /home/pyodide and resets the working directory.
@@ -35,7 +35,8 @@
  * than those named, contents of other mutable stdlib containers and C-level registries (codecs,
  * copyreg), and an object planted in a protected module with an `__eq__` that lies about
  * equality. A deliberately hostile function can reach these (for instance through a frame's
- * `f_back`) and affect later calls on the same worker; it still reaches nothing of the host.
+ * `f_back`) and affect later calls of its own tenant on the same worker; it reaches no other
+ * tenant's interpreter and nothing of the host.
  */
 export const PYTHON_PRELUDE = String.raw`
 import builtins, sys, os, io, json, time, signal, inspect, importlib, traceback, operator, gc, types, posix, zipfile, shutil

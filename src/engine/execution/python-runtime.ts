@@ -27,49 +27,68 @@ class PythonWarmEntry implements WarmEntry {
   }
 }
 
-/** An installed dependency set, and per tenant the modules its calls have imported from it. */
+/** An installed dependency set, and the modules calls have imported from it (kept between calls). */
 interface DependencySet {
   site: string
-  stashes: Map<string, PyHandle>
+  stash: PyHandle | undefined
+}
+
+/** One scope's (tenant's) interpreter and the dependency sets installed into it. */
+interface ScopeInterpreter {
+  interpreter: PythonInterpreter
+  sets: Map<string, DependencySet>
+}
+
+export interface PythonRuntimeInit {
+  /** directory of wheels pinned dependencies are installed from */
+  wheelhouse: string | undefined
+  /** interpreters kept warm, one per scope (LRU) */
+  maxInterpreters: number
 }
 
 /**
- * Python in Pyodide: one warm interpreter per worker, loaded on the worker's first Python call
- * (about 3 s) and replaced when it fails or its memory grew too far. Every call runs in fresh
- * globals; the prelude restores the interpreter afterwards (see python-prelude.ts for what is and
- * is not reset between calls). A key's compiled source is kept in the worker's warm LRU.
- * Dependency sets are installed per lockfile digest into their own site directory and put on
- * `sys.path` only for calls of that digest, so two functions pinning different versions of a
- * package each import their own.
+ * Python in Pyodide. Every scope (tenant) gets its own interpreter in the worker: a call can change
+ * module-level state of the interpreter in ways no reset undoes (a patched stdlib class, a cached
+ * module), so tenants never share one. The worker keeps at most `maxInterpreters` (LRU; an evicted
+ * tenant's next call loads a new one, about a second), and one is replaced when it fails or its
+ * memory grew too far. Within a tenant's interpreter every call runs in fresh globals and the
+ * prelude restores the interpreter afterwards (see python-prelude.ts for what is reset). A key's
+ * compiled source is kept in the worker's warm LRU. Dependency sets are installed per lockfile
+ * digest into their own site directory and put on `sys.path` only for calls of that digest, so two
+ * functions pinning different versions of a package each import their own.
  */
 export class PythonRuntime implements LanguageRuntime {
-  private interpreter: PythonInterpreter | undefined
-  private loading: Promise<PythonInterpreter> | undefined
-  private sets = new Map<string, DependencySet>()
+  /** by scope, least recently used first */
+  private readonly scopes = new Map<string, ScopeInterpreter>()
 
   constructor(
     private readonly warm: LruCache<WarmEntry>,
-    private readonly wheelhouse: string | undefined,
+    private readonly init: PythonRuntimeInit,
   ) {}
 
+  warmScopes(): string[] {
+    return [...this.scopes.keys()]
+  }
+
   async execute(job: ExecuteJob, hooks: RunHooks): Promise<WireOutcome> {
-    const interpreter = await this.acquireInterpreter()
+    let scope: ScopeInterpreter
+    try {
+      scope = await this.acquire(job.scope)
+    } catch (err) {
+      return failure(asSvcError(err, 'EXECUTION_FAILED', 'the Python runtime could not be loaded'))
+    }
+    const interpreter = scope.interpreter
     let site = ''
     let stash: PyHandle | undefined
     const pins = job.pipPins ?? []
     if (pins.length > 0) {
       try {
-        const set = this.installSet(interpreter, lockDigest(pins), pins)
+        const set = this.installSet(scope, lockDigest(pins), pins)
         site = set.site
-        // dependency modules stay imported between calls of one tenant, never across tenants
-        const tenant = job.key.split('/')[0] ?? ''
-        stash = set.stashes.get(tenant)
-        if (stash === undefined) {
-          stash = interpreter.newStash()
-          set.stashes.set(tenant, stash)
-        }
+        set.stash ??= interpreter.newStash()
+        stash = set.stash
       } catch (err) {
-        this.releaseIfDead(interpreter)
+        this.releaseIfDead(job.scope, interpreter)
         return failure(asSvcError(err, 'EXECUTION_FAILED', 'the pinned dependencies could not be installed'))
       }
     }
@@ -84,7 +103,7 @@ export class PythonRuntime implements LanguageRuntime {
       try {
         prepared = interpreter.prepare(job.source)
       } catch (err) {
-        this.releaseIfDead(interpreter)
+        this.releaseIfDead(job.scope, interpreter)
         return failure(asSvcError(err, 'EXECUTION_FAILED', 'the source could not be prepared'))
       }
       if ('syntax' in prepared) {
@@ -106,71 +125,81 @@ export class PythonRuntime implements LanguageRuntime {
     })
     if (interpreter.alive) this.warm.put(job.key, entry)
     else entry.dispose()
-    if (!interpreter.alive || interpreter.retiring) this.release(interpreter)
+    if (!interpreter.alive || interpreter.retiring) this.release(job.scope, interpreter)
     return outcomeOf(run, job)
   }
 
-  private async acquireInterpreter(): Promise<PythonInterpreter> {
-    if (this.interpreter?.alive) return this.interpreter
-    this.loading ??= PythonInterpreter.load().then(
-      (loaded) => {
-        this.interpreter = loaded
-        this.sets = new Map()
-        this.loading = undefined
-        return loaded
-      },
-      (err: unknown) => {
-        this.loading = undefined
-        throw new SvcError('INTERNAL_ERROR', `the Python runtime could not be loaded: ${err instanceof Error ? err.message : String(err)}`)
-      },
-    )
-    return this.loading
-  }
-
-  /** Installs the set for `digest` unless it is already there (most recently used last). */
-  private installSet(interpreter: PythonInterpreter, digest: string, pins: NonNullable<ExecuteJob['pipPins']>): DependencySet {
-    const known = this.sets.get(digest)
-    if (known !== undefined) {
-      this.sets.delete(digest)
-      this.sets.set(digest, known)
+  /** The scope's interpreter (most recently used now), loading one when it has none. */
+  private async acquire(scopeName: string): Promise<ScopeInterpreter> {
+    const known = this.scopes.get(scopeName)
+    if (known?.interpreter.alive) {
+      this.scopes.delete(scopeName)
+      this.scopes.set(scopeName, known)
       return known
     }
-    const wheels = readWheels(this.wheelhouse, pins)
+    if (known) this.release(scopeName, known.interpreter)
+    // the worker runs one call at a time: no other load is in flight
+    while (this.scopes.size >= this.init.maxInterpreters) {
+      const [oldest, evicted] = this.scopes.entries().next().value as [string, ScopeInterpreter]
+      this.release(oldest, evicted.interpreter)
+    }
+    let interpreter: PythonInterpreter
+    try {
+      interpreter = await PythonInterpreter.load()
+    } catch (err) {
+      throw new SvcError('INTERNAL_ERROR', `the Python runtime could not be loaded: ${err instanceof Error ? err.message : String(err)}`)
+    }
+    const scope: ScopeInterpreter = { interpreter, sets: new Map() }
+    this.scopes.set(scopeName, scope)
+    return scope
+  }
+
+  /** Installs the set for `digest` into the scope's interpreter unless it is there (most recently used last). */
+  private installSet(scope: ScopeInterpreter, digest: string, pins: NonNullable<ExecuteJob['pipPins']>): DependencySet {
+    const known = scope.sets.get(digest)
+    if (known !== undefined) {
+      scope.sets.delete(digest)
+      scope.sets.set(digest, known)
+      return known
+    }
+    const wheels = readWheels(this.init.wheelhouse, pins)
     let site: string
     try {
-      site = interpreter.install(digest, wheels)
+      site = scope.interpreter.install(digest, wheels)
     } catch (err) {
       const what = err instanceof Error ? lastLine(err.message) : String(err)
       throw new SvcError('EXECUTION_FAILED', `the pinned packages ${pins.map((p) => `${p.name}==${p.version}`).join(', ')} could not be installed: ${what}`, {
         details: { reason: 'dependency_install_failed' },
       })
     }
-    const set: DependencySet = { site, stashes: new Map() }
-    this.sets.set(digest, set)
-    while (this.sets.size > MAX_DEPENDENCY_SETS) {
-      const [oldest, evicted] = this.sets.entries().next().value as [string, DependencySet]
-      this.sets.delete(oldest)
-      for (const handle of evicted.stashes.values()) handle.destroy()
-      interpreter.uninstall(oldest)
+    const set: DependencySet = { site, stash: undefined }
+    scope.sets.set(digest, set)
+    while (scope.sets.size > MAX_DEPENDENCY_SETS) {
+      const [oldest, evicted] = scope.sets.entries().next().value as [string, DependencySet]
+      scope.sets.delete(oldest)
+      evicted.stash?.destroy()
+      scope.interpreter.uninstall(oldest)
     }
     return set
   }
 
-  private releaseIfDead(interpreter: PythonInterpreter): void {
-    if (!interpreter.alive) this.release(interpreter)
+  private releaseIfDead(scopeName: string, interpreter: PythonInterpreter): void {
+    if (!interpreter.alive) this.release(scopeName, interpreter)
   }
 
-  /** Forgets the interpreter (and the warm entries that belong to it); the next call loads a new one. */
-  private release(interpreter: PythonInterpreter): void {
-    if (this.interpreter !== interpreter) return
+  /** Forgets a scope's interpreter (and the warm entries that belong to it); its next call loads a new one. */
+  private release(scopeName: string, interpreter: PythonInterpreter): void {
+    if (this.scopes.get(scopeName)?.interpreter !== interpreter) return
     for (const key of this.warm.keys()) {
       const entry = this.warm.take(key)
-      if (entry instanceof PythonWarmEntry && entry.interpreter === interpreter) continue
+      if (entry instanceof PythonWarmEntry && entry.interpreter === interpreter) {
+        entry.dispose()
+        continue
+      }
       if (entry !== undefined) this.warm.put(key, entry)
     }
     interpreter.dispose()
-    this.interpreter = undefined
-    this.sets = new Map()
+    this.scopes.delete(scopeName)
   }
 }
 

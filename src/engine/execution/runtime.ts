@@ -16,4 +16,6 @@ export interface RunHooks {
  */
 export interface LanguageRuntime {
   execute(job: ExecuteJob, hooks: RunHooks): Promise<WireOutcome>
+  /** Scopes (tenants) this runtime holds warm state for, beyond per-key entries (Python interpreters). */
+  warmScopes?(): string[]
 }

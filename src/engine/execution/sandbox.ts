@@ -6,6 +6,8 @@ import type { Sandbox, SandboxInit, SandboxOutcome, SandboxRequest, SandboxStats
 import { describeExit, WorkerProcess, type RunResult, type WorkerExit } from './worker-process.js'
 
 const DEFAULT_KILL_GRACE_MS = 100
+const DEFAULT_PYTHON_KILL_GRACE_MS = 1_000
+const DEFAULT_PYTHON_INTERPRETERS_PER_WORKER = 4
 /** Time a stopping worker gets to exit on its own before it is SIGKILLed. */
 const SHUTDOWN_GRACE_MS = 1_000
 const RESPAWN_BACKOFF_MAX_MS = 5_000
@@ -39,8 +41,8 @@ class SandboxPool implements Sandbox {
   private nextCallId = 1
   private startFailures = 0
   private readonly killGraceMs: number
-  /** Workers that have run a Python call, so hold a warm interpreter (a cold one costs seconds). */
-  private readonly pythonWarm = new WeakSet<WorkerProcess>()
+  private readonly pythonKillGraceMs: number
+  private readonly pythonInterpreters: number
 
   constructor(private readonly init: SandboxInit) {
     for (const field of ['workers', 'maxWarmIsolatesPerWorker', 'maxLogBytes', 'queueLimit'] as const) {
@@ -49,7 +51,12 @@ class SandboxPool implements Sandbox {
       if (!Number.isInteger(value) || value < min) throw validationFailed(`sandbox ${field} must be an integer ≥ ${min}`)
     }
     this.killGraceMs = init.killGraceMs ?? DEFAULT_KILL_GRACE_MS
-    if (!Number.isFinite(this.killGraceMs) || this.killGraceMs < 0) throw validationFailed('sandbox killGraceMs must be ≥ 0')
+    this.pythonKillGraceMs = init.pythonKillGraceMs ?? DEFAULT_PYTHON_KILL_GRACE_MS
+    for (const [field, value] of [['killGraceMs', this.killGraceMs], ['pythonKillGraceMs', this.pythonKillGraceMs]] as const) {
+      if (!Number.isFinite(value) || value < 0) throw validationFailed(`sandbox ${field} must be ≥ 0`)
+    }
+    this.pythonInterpreters = init.pythonInterpretersPerWorker ?? DEFAULT_PYTHON_INTERPRETERS_PER_WORKER
+    if (!Number.isInteger(this.pythonInterpreters) || this.pythonInterpreters < 1) throw validationFailed('sandbox pythonInterpretersPerWorker must be an integer ≥ 1')
     if (init.pythonWheelhouse !== undefined && (typeof init.pythonWheelhouse !== 'string' || init.pythonWheelhouse === '')) {
       throw validationFailed('sandbox pythonWheelhouse must be a non-empty path')
     }
@@ -143,9 +150,11 @@ class SandboxPool implements Sandbox {
     const worker = new WorkerProcess({
       config: {
         maxWarmIsolates: this.init.maxWarmIsolatesPerWorker,
+        maxPythonInterpreters: this.pythonInterpreters,
         ...(this.init.pythonWheelhouse === undefined ? {} : { pythonWheelhouse: this.init.pythonWheelhouse }),
       },
       killGraceMs: this.killGraceMs,
+      pythonKillGraceMs: this.pythonKillGraceMs,
       logger: this.init.logger,
       onExit: (w, exit) => this.onWorkerExit(w, exit),
     })
@@ -197,7 +206,8 @@ class SandboxPool implements Sandbox {
 
   /**
    * Hands queued calls (FIFO) to idle workers, preferring one that holds the call's key warm; a
-   * Python call otherwise prefers a worker whose interpreter is already loaded.
+   * Python call otherwise prefers a worker that holds its tenant's interpreter, then one with room
+   * for another interpreter (loading one costs about a second; evicting one costs its tenant that).
    */
   private pump(): void {
     if (this.state !== 'running') return
@@ -206,10 +216,12 @@ class SandboxPool implements Sandbox {
       if (idle.length === 0) return
       const call = this.queue.shift() as QueuedCall
       const python = call.job.family === 'python'
+      const fewest = (ws: WorkerProcess[], size: (w: WorkerProcess) => number): WorkerProcess =>
+        ws.reduce((best, w) => (size(w) < size(best) ? w : best))
       const worker =
         idle.find((w) => w.warmKeys.has(call.job.key)) ??
-        (python ? idle.find((w) => this.pythonWarm.has(w)) : undefined) ??
-        idle.reduce((best, w) => (w.warmKeys.size < best.warmKeys.size ? w : best))
+        (python ? idle.find((w) => w.warmScopes.has(call.job.scope)) ?? fewest(idle, (w) => w.warmScopes.size) : undefined) ??
+        fewest(idle, (w) => w.warmKeys.size)
       void this.dispatch(worker, call)
     }
   }
@@ -218,7 +230,6 @@ class SandboxPool implements Sandbox {
     const result = await worker.run(this.nextCallId++, call.job)
     if (result.kind === 'done') {
       this.executions++
-      if (call.job.family === 'python') this.pythonWarm.add(worker)
       call.resolve(outcomeFromWire(result.outcome, worker.pid))
     } else if (this.state !== 'running') {
       call.reject(unavailable('the sandbox stopped'))

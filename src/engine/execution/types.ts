@@ -27,6 +27,11 @@ export interface SandboxRequest {
   /** Warm-isolate key, e.g. `${tenant}/${rufid_short}/v${version}`; isolates are reused per key. */
   key: string
   /**
+   * The isolation scope of the call (its tenant). A Python interpreter is never shared between
+   * scopes. Absent: the key's first `/`-separated segment.
+   */
+  tenant?: string
+  /**
    * A language value of rufid-v1.md §3 the sandbox runs: js-family (`javascript`, `js`,
    * `typescript`, `ts`, …) or python-family (`python`, `python3`, `py`, `python3.<minor>`).
    */
@@ -146,5 +151,16 @@ export interface SandboxInit {
    * dependencies are installed from. Unset: Python functions with pins fail with 1007.
    */
   pythonWheelhouse?: string
+  /**
+   * Python interpreters a worker keeps warm, one per tenant (LRU; default 4). Tenants never share
+   * an interpreter: a tenant's first Python call on a worker loads one (about a second).
+   */
+  pythonInterpretersPerWorker?: number
+  /**
+   * Extra time after `timeoutMs` before a worker running Python is SIGKILLed (default 1000): the
+   * interpreter is interrupted at the deadline and needs a moment to unwind; killing it costs a
+   * fresh interpreter for every tenant the worker held.
+   */
+  pythonKillGraceMs?: number
   logger?: SandboxLogger
 }

@@ -41,6 +41,8 @@ function tsxLoader(): string {
 export interface WorkerProcessOptions {
   config: WorkerConfig
   killGraceMs: number
+  /** the kill grace of Python calls (the interpreter unwinds from its interrupt) */
+  pythonKillGraceMs: number
   logger?: SandboxLogger
   onExit(worker: WorkerProcess, exit: WorkerExit): void
 }
@@ -64,6 +66,7 @@ interface Running {
   started: boolean
   startedAt: number
   timeoutMs: number
+  killGraceMs: number
   watchdog: NodeJS.Timeout
   settle(result: RunResult): void
 }
@@ -74,6 +77,8 @@ export class WorkerProcess {
   readonly ready: Promise<void>
   readonly exited: Promise<WorkerExit>
   warmKeys: ReadonlySet<string> = new Set()
+  /** scopes (tenants) whose Python interpreter the worker holds, as of its last answer */
+  warmScopes: ReadonlySet<string> = new Set()
   executions = 0
   private state: 'starting' | 'ready' | 'exiting' | 'exited' = 'starting'
   private running: Running | undefined
@@ -133,7 +138,7 @@ export class WorkerProcess {
         this.becameReady = true
         markReady()
       } else if (message.type === 'started') this.onStarted(message.id)
-      else if (message.type === 'result') this.onResult(message.id, message.outcome, message.warmKeys)
+      else if (message.type === 'result') this.onResult(message.id, message.outcome, message.warmKeys, message.warmScopes)
     })
   }
 
@@ -168,6 +173,7 @@ export class WorkerProcess {
         started: false,
         startedAt: Date.now(),
         timeoutMs,
+        killGraceMs: job.family === 'python' ? this.options.pythonKillGraceMs : this.options.killGraceMs,
         watchdog: this.arm(timeoutMs + (job.family === 'python' ? PYTHON_PREPARE_ALLOWANCE_MS : PREPARE_ALLOWANCE_MS)),
         settle: (result) => {
           if (this.running !== running) return
@@ -219,11 +225,12 @@ export class WorkerProcess {
     running.started = true
     running.startedAt = Date.now()
     clearTimeout(running.watchdog)
-    running.watchdog = this.arm(running.timeoutMs + this.options.killGraceMs)
+    running.watchdog = this.arm(running.timeoutMs + running.killGraceMs)
   }
 
-  private onResult(id: number, outcome: WireOutcome, warmKeys: unknown[]): void {
+  private onResult(id: number, outcome: WireOutcome, warmKeys: unknown[], warmScopes: unknown[]): void {
     this.warmKeys = new Set(warmKeys.filter((k): k is string => typeof k === 'string'))
+    this.warmScopes = new Set(warmScopes.filter((k): k is string => typeof k === 'string'))
     const running = this.running
     if (running && running.id === id) running.settle({ kind: 'done', outcome })
   }

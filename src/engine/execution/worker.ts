@@ -26,12 +26,10 @@ const EXIT_BAD_CONFIG = 78
 function readConfig(): WorkerConfig {
   try {
     const config = JSON.parse(process.argv[2] ?? '') as Partial<WorkerConfig>
-    const { maxWarmIsolates, pythonWheelhouse } = config
-    if (
-      typeof maxWarmIsolates === 'number' && Number.isInteger(maxWarmIsolates) && maxWarmIsolates >= 0 &&
-      (pythonWheelhouse === undefined || typeof pythonWheelhouse === 'string')
-    ) {
-      return pythonWheelhouse === undefined ? { maxWarmIsolates } : { maxWarmIsolates, pythonWheelhouse }
+    const { maxWarmIsolates, maxPythonInterpreters, pythonWheelhouse } = config
+    const count = (n: unknown, min: number): n is number => typeof n === 'number' && Number.isInteger(n) && n >= min
+    if (count(maxWarmIsolates, 0) && count(maxPythonInterpreters, 1) && (pythonWheelhouse === undefined || typeof pythonWheelhouse === 'string')) {
+      return { maxWarmIsolates, maxPythonInterpreters, ...(pythonWheelhouse === undefined ? {} : { pythonWheelhouse }) }
     }
   } catch {
     // reported below
@@ -62,7 +60,7 @@ async function execute(id: number, job: ExecuteJob): Promise<void> {
   let outcome: WireOutcome
   if (busy) {
     outcome = failure(new SvcError('INTERNAL_ERROR', 'sandbox worker received a call while busy'))
-    send({ type: 'result', id, outcome, warmKeys: warm.keys() })
+    sendResult(id, outcome)
     return
   }
   busy = true
@@ -76,7 +74,12 @@ async function execute(id: number, job: ExecuteJob): Promise<void> {
   } finally {
     busy = false
   }
-  send({ type: 'result', id, outcome, warmKeys: warm.keys() })
+  sendResult(id, outcome)
+}
+
+function sendResult(id: number, outcome: WireOutcome): void {
+  const warmScopes = [...runtimes.values()].flatMap((r) => r.warmScopes?.() ?? [])
+  send({ type: 'result', id, outcome, warmKeys: warm.keys(), warmScopes })
 }
 
 if (typeof process.send !== 'function') {
@@ -88,7 +91,7 @@ const config = readConfig()
 const warm = new LruCache<WarmEntry>(config.maxWarmIsolates, (_key, entry) => entry.dispose())
 const runtimes = new Map<LanguageFamily, LanguageRuntime>([
   ['js', new JsRuntime(warm, onCatastrophicError)],
-  ['python', new PythonRuntime(warm, config.pythonWheelhouse)],
+  ['python', new PythonRuntime(warm, { wheelhouse: config.pythonWheelhouse, maxInterpreters: config.maxPythonInterpreters })],
 ])
 let busy = false
 

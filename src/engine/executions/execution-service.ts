@@ -118,6 +118,7 @@ export class ExecutionService {
     const language = fn.language.toLowerCase()
     const outcome = await this.c.sandbox.execute({
       key: `${fn.tenant_id}/${fn.rufid_short}/v${fn.version}`,
+      tenant: fn.tenant_id,
       language: fn.language,
       source: fn.source_code,
       functionName: fn.function_name,

@@ -227,3 +227,63 @@ return {
     expect(js.workerPid).toBe(python.workerPid)
   })
 })
+
+describe('tenants never share an interpreter', () => {
+  // A tenant may change what no per-call reset undoes (here: a stdlib class's method). The first
+  // segment of a key is its tenant; the calls run in the one worker of this file.
+  const spy = `import string
+_real = string.Template.substitute
+def _spy(self, *args, **kwargs):
+    string.Template._seen = getattr(string.Template, '_seen', []) + [kwargs]
+    return _real(self, *args, **kwargs)
+string.Template.substitute = _spy
+string.Template._seen = []
+return 'patched'`
+  const victim = 'import string\nreturn string.Template("token=$t").substitute(t="VICTIM-SECRET-123")'
+  const read = 'import string\nreturn repr(getattr(string.Template, "_seen", None))'
+
+  it("keeps one tenant's changes to the interpreter away from another tenant's calls", async () => {
+    const patched = await sandbox.execute(pyBody('attacker/patch', spy))
+    expect(patched.result).toBe('patched')
+    const called = await sandbox.execute(pyBody('victim/use', victim))
+    expect(called.result).toBe('token=VICTIM-SECRET-123')
+    expect(called.workerPid).toBe(patched.workerPid) // one process, two interpreters
+    const seen = await sandbox.execute(pyBody('attacker/read', read))
+    expect(seen.result).not.toContain('VICTIM-SECRET')
+    // the victim's interpreter never had the spy
+    expect((await sandbox.execute(pyBody('victim/read', read))).result).toBe('None')
+  })
+})
+
+describe('one interpreter per tenant, within bounds', () => {
+  it('evicts the least recently used tenant past the bound, and that tenant gets a fresh interpreter', async () => {
+    const one = createSandbox({ workers: 1, maxWarmIsolatesPerWorker: 8, maxLogBytes: 4096, queueLimit: 20, pythonInterpretersPerWorker: 1 })
+    await one.start()
+    try {
+      // a stdlib class's attribute survives between calls of one tenant (python-prelude.ts)
+      const mark = 'import string\nstring.Template._mark = getattr(string.Template, "_mark", 0) + 1\nreturn string.Template._mark'
+      expect((await one.execute(pyBody('t1/mark', mark))).result).toBe(1)
+      expect((await one.execute(pyBody('t1/mark', mark))).result).toBe(2) // the same interpreter
+      expect((await one.execute(pyBody('t2/mark', mark))).result).toBe(1) // t1's was evicted for t2
+      expect((await one.execute(pyBody('t1/mark', mark))).result).toBe(1) // t1 starts over
+    } finally {
+      await one.stop()
+    }
+  }, PYTHON_HOOK_TIMEOUT_MS)
+
+  it("routes a tenant's calls to the worker that holds its interpreter", async () => {
+    const two = createSandbox({ workers: 2, maxWarmIsolatesPerWorker: 8, maxLogBytes: 4096, queueLimit: 20 })
+    await two.start()
+    try {
+      const a1 = await two.execute(py('ta/add', ADD_PY, { functionName: 'add', args: { a: 1, b: 1 } }))
+      const b1 = await two.execute(py('tb/add', ADD_PY, { functionName: 'add', args: { a: 1, b: 1 } }))
+      // a function of tenant ta the worker has never run: it goes where ta's interpreter is
+      const a2 = await two.execute(pyBody('ta/other', 'return 7'))
+      expect([a1.result, b1.result, a2.result]).toEqual([2, 2, 7])
+      expect(b1.workerPid).not.toBe(a1.workerPid) // the second tenant went to the worker with room
+      expect(a2.workerPid).toBe(a1.workerPid)
+    } finally {
+      await two.stop()
+    }
+  }, PYTHON_HOOK_TIMEOUT_MS)
+})
