@@ -50,7 +50,7 @@ export function keysCommand(options: KeysCommandOptions = {}): Command {
     .description(`mint an API key on a node (needs an admin credential); the key is printed once. Scopes: ${SCOPES.join(', ')}${options.admin ? '. With --admin: an administrator key written straight into a stopped node\'s data directory' : ''}`)
     .option('--name <name>', 'a name for the key')
     .option('--scopes <list>', `comma-separated scopes (${SCOPES.join(', ')})`)
-    .option('--expires-days <n>', "days until the key expires (default: the node's auth.keys.default_expires_days)")
+    .option('--expires-days <n>', `days until the key expires (default: the node's auth.keys.default_expires_days${options.admin ? '; with --admin: never' : ''})`)
     .option('--json', 'print JSON')
   if (options.admin) {
     create

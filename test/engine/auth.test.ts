@@ -77,6 +77,26 @@ describe('API keys', () => {
     expect((await failure(keys.verify(minted.api_key))).message).toMatch(/revoked/)
   })
 
+  it('minted for an operator with expires_days null never expire; absent, the default applies', async () => {
+    const keys = service()
+    const forever = await keys.mintFor('default', 'system:bootstrap', { name: 'admin', scopes: ['admin'], expires_days: null })
+    expect(forever.expires_at).toBeNull()
+    const usual = await keys.mintFor('default', 'test', { name: 'x', scopes: ['admin'] })
+    expect(Date.parse(usual.expires_at!) - Date.now()).toBeGreaterThan(89 * 86_400_000)
+    vi.useFakeTimers({ now: Date.now() + 3650 * 86_400_000, toFake: ['Date'] })
+    await expect(keys.verify(forever.api_key)).resolves.toMatchObject({ expires_at: null })
+  })
+
+  it('refuse expires_days null over the API while keys expire by default, accept it when they do not', async () => {
+    const err = await failure(service().mint(admin, { name: 'x', scopes: ['functions:read'], expires_days: null }))
+    expect(err.code).toBe(1006)
+    expect(err.message).toMatch(/never expires/)
+    const lenient = new ApiKeyService({ defaultExpiresDays: null, maxExpiresDays: 3650 }, createMemoryKeyStorage())
+    expect((await lenient.mint(admin, { name: 'x', scopes: ['functions:read'], expires_days: null })).expires_at).toBeNull()
+    expect((await lenient.mint(admin, { name: 'y', scopes: ['functions:read'] })).expires_at).toBeNull()
+    expect((await failure(lenient.mint(admin, { name: 'z', scopes: ['functions:read'], expires_days: 3651 }))).code).toBe(1006)
+  })
+
   it('accept an operator-chosen key (ADMIN_API_KEY) as given', async () => {
     const keys = service()
     await keys.mintFor('default', 'test', { name: 'admin', scopes: ['admin'], expires_days: null }, 'my-chosen-admin-key')

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
-import { SvcError } from '../../core/errors.js'
+import { SvcError, validationFailed } from '../../core/errors.js'
 import { base62 } from '../../core/rufid.js'
 import { requirePermission } from '../authz.js'
 import type { Principal } from '../types.js'
@@ -45,6 +45,7 @@ export function createMemoryKeyStorage(): ApiKeyStorage {
 export interface MintRequest {
   name: string
   scopes: string[]
+  /** days until the key expires; `null`: never; absent: the node's default lifetime */
   expires_days?: number | null
 }
 
@@ -59,8 +60,12 @@ export interface MintedKey {
 }
 
 export interface ApiKeyServiceInit {
-  /** lifetime of a key minted without `expires_days`; null: no expiry */
+  /**
+   * lifetime of a key minted without `expires_days`; null: no expiry. While it is a number, keys
+   * minted through the API expire: `expires_days: null` (never) is refused with 1006.
+   */
   defaultExpiresDays: number | null
+  /** the longest `expires_days` the API accepts */
   maxExpiresDays: number
 }
 
@@ -95,17 +100,25 @@ export class ApiKeyService {
 
   async mint(principal: Principal, raw: unknown): Promise<MintedKey> {
     requirePermission(principal, 'rufid.admin')
-    return this.mintFor(principal.tenant_id, principal.user, parseMintRequest(raw, this.init))
+    const request = parseMintRequest(raw, this.init)
+    if (request.expires_days === null && this.init.defaultExpiresDays !== null) {
+      throw validationFailed(`expires_days: null (a key that never expires) is refused: keys of this node expire (at most ${this.init.maxExpiresDays} days)`, [
+        { pointer: '/expires_days', message: `must be an integer from 1 to ${this.init.maxExpiresDays}` },
+      ])
+    }
+    return this.mintFor(principal.tenant_id, principal.user, request)
   }
 
   /**
-   * Mints without a calling principal: bootstrap (start-up admin key, `svc keys create`).
+   * Mints without a calling principal: bootstrap (start-up admin key, `svc keys create --admin`).
+   * `expires_days: null` is a key that never expires (an operator's own admin key must not lock
+   * the node out after the default lifetime); absent, the default lifetime applies.
    * `fixedKey` is an operator-chosen key (ADMIN_API_KEY) kept as given.
    */
   async mintFor(tenant: string, createdBy: string, request: MintRequest, fixedKey?: string): Promise<MintedKey> {
     const api_key = fixedKey ?? `${PREFIX}${randomBase62(12, 16)}_${randomBase62(32, 43)}`
     const { keyId, secret } = splitKey(api_key)
-    const days = request.expires_days ?? this.init.defaultExpiresDays
+    const days = request.expires_days === undefined ? this.init.defaultExpiresDays : request.expires_days
     const now = new Date()
     const record: ApiKeyRecord = {
       key_id: keyId,
