@@ -27,6 +27,9 @@ export interface MetricsInit {
   defaultMetrics?: boolean
 }
 
+/** the `result` label values of `svc_federation_discovery_requests_total` */
+export const DISCOVERY_RESULTS = ['found', 'not_found', 'error'] as const
+
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
 export function createMetrics(init: MetricsInit = {}): SvcMetrics {
@@ -85,5 +88,8 @@ export function createMetrics(init: MetricsInit = {}): SvcMetrics {
     }),
     cacheHitRatioSource: ratioSource,
   }
+  // every result the federation reports (src/federation/federation.ts) reads 0 before the first
+  // discovery, so a rate() or an alert on it has a series from the start
+  for (const result of DISCOVERY_RESULTS) metrics.federationDiscoveryRequests.inc({ result }, 0)
   return metrics
 }
