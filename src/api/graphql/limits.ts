@@ -10,9 +10,13 @@ import { OPERATIONS } from './schema.js'
 
 /** Settings of the GraphQL door (config `graphql.*`). */
 export interface GraphqlInit {
-  /** deepest field nesting allowed (a root field is depth 1); introspection fields are exempt */
+  /**
+   * deepest field nesting allowed (a root field is depth 1), introspection included: the standard
+   * introspection query of graphql-js (`getIntrospectionQuery()`) is 15 deep, this schema's own
+   * fields at most 4
+   */
   maxDepth: number
-  /** highest cost allowed: every field costs 1 × the sizes of the lists it sits in */
+  /** highest cost allowed: the number of objects an operation can return (see `costOf`) */
   maxCost: number
   /** longest query document, in UTF-8 bytes */
   maxDocumentBytes: number
@@ -36,6 +40,12 @@ export interface ParsedOperation {
 const DEFAULT_LIST_SIZE = 10
 /** The engine never returns a page longer than this (see FunctionRegistry.list). */
 const MAX_PAGE = 500
+/**
+ * Cost of one introspection root field (`__schema`, `__type`): its answer is bounded by the schema
+ * rather than by the query (graphql's MaxIntrospectionDepthRule bounds its nesting), so it is
+ * charged flat, as a page of this many objects. Aliasing it many times is what this stops.
+ */
+const INTROSPECTION_COST = 100
 
 /**
  * Decodes the GraphQL parameters of a request (HTTP body or query string, or a graphql-ws
@@ -140,7 +150,7 @@ export function checkOperation(schema: GraphQLSchema, parsed: ParsedOperation, i
     ? schema.getQueryType()
     : parsed.operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType()
   const variables = { ...defaultsOf(parsed.operation), ...parsed.variables }
-  const cost = root ? costOf(parsed.operation.selectionSet, root, 1, DEFAULT_LIST_SIZE, { schema, fragments, variables }) : 0
+  const cost = root ? costOf(parsed.operation.selectionSet, root, 1, DEFAULT_LIST_SIZE, { schema, fragments, variables }, true) : 0
   if (cost > init.maxCost) {
     return [graphqlErrorOf(validationFailed(`query cost ${cost} exceeds the limit of ${init.maxCost}`))]
   }
@@ -167,12 +177,11 @@ function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode
   return map
 }
 
-/** Nesting depth of a selection set; introspection subtrees (bounded by the schema itself) count 0. */
+/** Nesting depth of a selection set, introspection fields (`__schema { types { … } }`) included. */
 function depthOf(set: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, depth: number): number {
   let max = depth
   for (const sel of set.selections) {
     if (sel.kind === Kind.FIELD) {
-      if (sel.name.value.startsWith('__')) continue
       max = Math.max(max, sel.selectionSet ? depthOf(sel.selectionSet, fragments, depth + 1) : depth + 1)
     } else if (sel.kind === Kind.INLINE_FRAGMENT) {
       max = Math.max(max, depthOf(sel.selectionSet, fragments, depth))
@@ -191,29 +200,44 @@ interface CostContext {
 }
 
 /**
- * Every selected field costs `multiplier`: the product of the sizes of the lists it sits in. A
+ * The number of objects an operation can return, which is the work its resolvers do: each object
+ * a field returns costs 1, times `multiplier` (the product of the sizes of the lists it sits in);
+ * a list of objects costs its size. Scalar fields cost nothing (they are read from an object
+ * already paid for), except root fields, which are an engine call each (`deleteFunction`). A
  * list's size is the `limit` argument of the nearest field above it that has one (capped at the
  * engine's page size, default value of the argument when absent), else DEFAULT_LIST_SIZE.
+ * Introspection root fields cost INTROSPECTION_COST each.
+ *
+ * So `listFunctions(limit: 500) { items { …scalars… } pagination { total } }` costs 502, within the
+ * default of 1000, while two such pages in one request (aliases), or a page with per-item
+ * `metrics`, cost more.
  */
-function costOf(set: SelectionSetNode, parent: GraphQLCompositeType, multiplier: number, listSize: number, c: CostContext): number {
+function costOf(set: SelectionSetNode, parent: GraphQLCompositeType, multiplier: number, listSize: number, c: CostContext, root = false): number {
   let cost = 0
   for (const sel of set.selections) {
     if (sel.kind === Kind.FIELD) {
-      if (sel.name.value.startsWith('__')) continue
-      const def = isObjectType(parent) || isInterfaceType(parent) ? parent.getFields()[sel.name.value] : undefined
+      const name = sel.name.value
+      if (name === '__schema' || name === '__type') {
+        cost += multiplier * INTROSPECTION_COST
+        continue
+      }
+      if (name.startsWith('__')) continue
+      const def = isObjectType(parent) || isInterfaceType(parent) ? parent.getFields()[name] : undefined
       if (!def) continue
-      cost += multiplier
-      if (!sel.selectionSet) continue
+      const child = getNamedType(def.type)
+      if (!sel.selectionSet || !isCompositeType(child)) {
+        if (root) cost += multiplier
+        continue
+      }
       const limitArg = def.args.find((a) => a.name === 'limit')
       const size = limitArg ? pageSize(sel, limitArg.defaultValue, c.variables) : listSize
-      const isList = isListType(getNullableType(def.type))
-      const child = getNamedType(def.type)
-      if (isCompositeType(child)) cost += costOf(sel.selectionSet, child, isList ? multiplier * size : multiplier, size, c)
+      const objects = isListType(getNullableType(def.type)) ? multiplier * size : multiplier
+      cost += objects + costOf(sel.selectionSet, child, objects, size, c)
     } else {
       const typeName = sel.kind === Kind.INLINE_FRAGMENT ? sel.typeCondition?.name.value : c.fragments.get(sel.name.value)?.typeCondition.name.value
       const selectionSet = sel.kind === Kind.INLINE_FRAGMENT ? sel.selectionSet : c.fragments.get(sel.name.value)?.selectionSet
       const type = typeName === undefined ? parent : c.schema.getType(typeName)
-      if (selectionSet && type && isCompositeType(type)) cost += costOf(selectionSet, type, multiplier, listSize, c)
+      if (selectionSet && type && isCompositeType(type)) cost += costOf(selectionSet, type, multiplier, listSize, c, root)
     }
   }
   return cost

@@ -2,6 +2,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import Koa from 'koa'
+import { getIntrospectionQuery } from 'graphql/index.js'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { computeRufid } from '../../../src/core/rufid.js'
@@ -306,17 +307,53 @@ describe('GraphQL over HTTP', () => {
     }
   })
 
-  it('refuses queries over the cost limit and documents over the size limit', async () => {
-    const fields = 'rufid shortRufid name signature language version createdAt tags'
-    const expensive = await node.gql(`{ listFunctions(limit: 500) { items { ${fields} } } }`)
-    expect(expensive.status).toBe(400)
-    expect(codesOf(expensive)).toEqual([{ code: 1006, name: 'VALIDATION_FAILED' }])
-    expect(expensive.body.errors![0]!.message).toMatch(/cost 4002 exceeds the limit of 1000/)
+  it('with the default limits, a max-size page (limit 500) is served and several in one request are refused', async () => {
+    expect(DEFAULT_GRAPHQL.maxCost).toBe(1000)
+    const fields = 'rufid shortRufid name signature language version createdAt tags description contentDigest'
+    const page = `listFunctions(limit: 500) { items { ${fields} } pagination { total nextOffset } }`
+    const maxPage = await node.gql(`{ ${page} }`)
+    expect(maxPage.status).toBe(200)
+    expect(maxPage.body.errors).toBeUndefined()
     const viaVariable = await node.gql(`query L($n: Int) { listFunctions(limit: $n) { items { ${fields} } } }`, { n: 500 })
-    expect(viaVariable.status).toBe(400)
-    const affordable = await node.gql(`{ listFunctions { items { ${fields} } } }`)
-    expect(affordable.status).toBe(200)
+    expect(viaVariable.body.errors).toBeUndefined()
 
+    // the same page three times over (aliases), or 500 per-item metrics lookups on top of it
+    const batched = await node.gql(`{ a: ${page} b: ${page} c: ${page} }`)
+    expect(batched.status).toBe(400)
+    expect(codesOf(batched)).toEqual([{ code: 1006, name: 'VALIDATION_FAILED' }])
+    expect(batched.body.errors![0]!.message).toMatch(/cost 1506 exceeds the limit of 1000/)
+    const withMetrics = await node.gql(`{ listFunctions(limit: 500) { items { name metrics { usageCount } } } }`)
+    expect(withMetrics.body.errors![0]!.message).toMatch(/cost 1001 exceeds the limit of 1000/)
+    // introspection is charged too: the whole schema eleven times over
+    const schemas = Array.from({ length: 11 }, (_, i) => `s${i}: __schema { types { name } }`).join(' ')
+    const introspected = await node.gql(`{ ${schemas} }`)
+    expect(introspected.status).toBe(400)
+    expect(introspected.body.errors![0]!.message).toMatch(/cost 1100 exceeds the limit of 1000/)
+  })
+
+  it('with the default limits, the standard introspection query is served and introspection nested past the depth limit is not', async () => {
+    expect(DEFAULT_GRAPHQL.maxDepth).toBe(15)
+    const standard = await node.gql(getIntrospectionQuery({ descriptions: true, specifiedByUrl: true, directiveIsRepeatable: true, inputValueDeprecation: true }))
+    expect(standard.body.errors).toBeUndefined()
+    expect((standard.body.data!.__schema as { queryType: { name: string } }).queryType.name).toBe('Query')
+
+    const chain = (n: number): string => (n === 0 ? 'name' : `name ofType { ${chain(n - 1)} }`)
+    const deep = await node.gql(`{ __schema { types { fields { type { ${chain(12)} } } } } }`)
+    expect(deep.status).toBe(400)
+    expect(codesOf(deep)).toEqual([{ code: 1006, name: 'VALIDATION_FAILED' }])
+    expect(deep.body.errors![0]!.message).toMatch(/depth 17 exceeds the limit of 15/)
+    const byName = await node.gql(`{ __type(name: "Function") { ${chain(15)} } }`)
+    expect(byName.body.errors![0]!.message).toMatch(/depth 17 exceeds the limit of 15/)
+    // just within the limit
+    const within = await node.gql(`{ __type(name: "Function") { ${chain(13)} } }`)
+    expect(within.body.errors).toBeUndefined()
+    // cycles through fields → type → fields are refused by graphql's own introspection rule, also as 1006
+    const cycle = await node.gql(`{ __schema { types { fields { type { fields { type { fields { name } } } } } } } }`)
+    expect(cycle.status).toBe(400)
+    expect(codesOf(cycle)).toEqual([{ code: 1006, name: 'VALIDATION_FAILED' }])
+  })
+
+  it('refuses documents over the size limit', async () => {
     const huge = await node.gql(`{ listFunctions { pagination { total } } } # ${'x'.repeat(100_001)}`)
     expect(huge.status).toBe(413)
     expect(codesOf(huge)).toEqual([{ code: 1006, name: 'VALIDATION_FAILED' }])

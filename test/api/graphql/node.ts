@@ -10,10 +10,15 @@ import { createRestApi } from '../../../src/api/rest/app.js'
 import { createGraphqlMiddleware, type GraphqlInit } from '../../../src/api/graphql/http.js'
 import { attachGraphqlWs } from '../../../src/api/graphql/ws.js'
 import { attachEventSocket, type EventSocketInit } from '../../../src/api/ws/event-socket.js'
+import { loadConfig } from '../../../src/daemon/config.js'
 import type { Engine, EngineInit, LevelDatabase } from '../../../src/engine/index.js'
 import { createTestEngine, realSandbox } from '../../fixtures/engine.js'
 
-export const DEFAULT_GRAPHQL: GraphqlInit = { maxDepth: 10, maxCost: 1000, maxDocumentBytes: 100_000, introspection: 'authenticated' }
+const defaults = loadConfig({ env: {} }).graphql
+/** The GraphQL settings of config/default.yaml: what a node runs with unless configured otherwise. */
+export const DEFAULT_GRAPHQL: GraphqlInit = {
+  maxDepth: defaults.max_depth, maxCost: defaults.max_cost, maxDocumentBytes: defaults.max_document_bytes, introspection: defaults.introspection,
+}
 export const DEFAULT_WS: EventSocketInit = {
   maxConnectionsPerTenant: 100, maxMessagesPerSecond: 50, maxBufferedBytes: 1 << 20, maxPayloadBytes: 64 * 1024,
 }
