@@ -27,8 +27,10 @@ export class AccessGate {
 
   /**
    * A Principal for these credentials, narrowed to `X-Svc-Namespace` (a child namespace of the
-   * credential's tenant, never another tenant), or 1003 (401/403) or 1005. `authenticated` hears
-   * who the caller is as soon as that is known, so a later refusal is audited under its tenant.
+   * credential's tenant, never another tenant), or 1003 (401/403) or 1005. Rate limits are charged
+   * to the credential and its own tenant before narrowing, so namespaces share the tenant's
+   * budget. `authenticated` hears who the caller is as soon as that is known, so a later refusal
+   * is audited under its tenant.
    */
   async admit(input: CredentialInput, authenticated?: (principal: Principal) => void): Promise<Principal> {
     let principal: Principal
@@ -39,9 +41,10 @@ export class AccessGate {
       throw err
     }
     authenticated?.(principal)
-    const narrowed = narrow(principal, input.namespace)
-    await this.c.rateLimits.charge(narrowed, input.ip)
-    return narrowed
+    // the budgets belong to the credential and its own tenant: charging the narrowed principal
+    // would give every child namespace (acme.n1, acme.n2, …) a tenant budget of its own
+    await this.c.rateLimits.charge(principal, input.ip)
+    return narrow(principal, input.namespace)
   }
 
   /** Writes the audit entry of one operation. */
