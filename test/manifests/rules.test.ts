@@ -86,6 +86,45 @@ describe('manifest schema (schemas/function_manifest.schema.json, JSON Schema 20
   })
 })
 
+describe('every problem of a manifest at once', () => {
+  it('reports rule problems beside schema problems, each with its pointer', () => {
+    const m = sampleManifest() as Record<string, unknown> & { dependencies: { pip: Array<Record<string, unknown>>; npm: Array<Record<string, unknown>> } }
+    m.extra = true // schema: not a known field
+    m.dependencies.pip[0]!.version = '>=>2' // rule: not a PEP 440 specifier
+    m.dependencies.pip.push({ name: 'Requests' }) // rule: listed twice
+    m.dependencies.npm[0]!.version = '^^1' // rule: not a semver range
+    const err = thrown(() => checkManifest(m, { prefix: '/manifest', functionName: 'sum' }))
+    expect(err.code).toBe(1006)
+    expect(err.message).toBe('invalid manifest: /manifest/extra is not a known field')
+    expect(pointersOf(err)).toEqual([
+      '/manifest/extra',
+      '/manifest/name',
+      '/manifest/dependencies/pip/0/version',
+      '/manifest/dependencies/pip/2/name',
+      '/manifest/dependencies/npm/0/version',
+    ])
+  })
+
+  it('skips only the rules a schema problem leaves nothing to evaluate, and never repeats a pointer', () => {
+    const m = sampleManifest() as Record<string, unknown> & { dependencies: { pip: Array<Record<string, unknown>> } }
+    m.name = 42 // schema: not a string, so the function-name rule cannot be evaluated
+    m.dependencies.pip[0]!.version = 3 // schema: not a string, so the specifier rule cannot be evaluated
+    m.dependencies.pip[1]!.version = '=!1' // rule
+    const err = thrown(() => checkManifest(m, { prefix: '/manifest', functionName: 'sum' }))
+    const pointers = pointersOf(err)
+    expect(pointers).toEqual(['/manifest/name', '/manifest/dependencies/pip/0/version', '/manifest/dependencies/pip/1/version'])
+    expect(new Set(pointers).size).toBe(pointers.length)
+    expect(thrown(() => checkManifest('not an object')).details.problems).toEqual([{ pointer: '', message: 'must be object' }])
+  })
+
+  it('shows a lockfile\'s wrong digest beside its schema problems', () => {
+    const m = sampleManifest()
+    const lock = { ...lockFor(m), manifest_digest: 'f'.repeat(64), generator: undefined }
+    const err = thrown(() => checkLockfile(JSON.parse(JSON.stringify(lock)), m as unknown as FunctionManifest, { prefix: '/lockfile' }))
+    expect(pointersOf(err)).toEqual(['/lockfile/generator', '/lockfile/manifest_digest'])
+  })
+})
+
 describe('manifest digest (RFC 8785)', () => {
   it('is the SHA-256 of the canonical JSON, whatever the key order', () => {
     const m = sampleManifest()

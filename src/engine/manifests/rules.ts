@@ -57,41 +57,48 @@ export const isExactPipVersion = (v: string): boolean => pep440.valid(v) !== nul
 export const isExactNpmVersion = (v: string): boolean => semver.valid(v) === v
 
 /**
- * Validates a manifest against the schema, then the rules a schema cannot say: version
- * specifiers parse, no dependency is listed twice, `name` equals the function's name when one is
- * given. Throws 1006 (422) with one JSON pointer per problem; returns the manifest, unchanged.
+ * Validates a manifest against the schema and the rules a schema cannot say: version specifiers
+ * parse, no dependency is listed twice, `name` equals the function's name when one is given.
+ * Every problem is reported at once (schema problems first): a rule is skipped only where the
+ * schema problem leaves it nothing to evaluate (say `version` is not a string), and a rule problem
+ * at a pointer the schema already faults is not repeated. Throws 1006 (422) with one JSON pointer
+ * per problem; returns the manifest, unchanged.
  */
 export function checkManifest(value: unknown, options: { prefix?: string; functionName?: string } = {}): FunctionManifest {
   const prefix = options.prefix ?? ''
   const problems = manifestSchemaProblems(value, prefix)
-  if (problems.length > 0) fail('manifest', problems)
-  const manifest = value as FunctionManifest
-  if (options.functionName !== undefined && manifest.name !== options.functionName) {
-    problems.push({ pointer: `${prefix}/name`, message: `must equal the function name ${JSON.stringify(options.functionName)}` })
+  const faulted = new Set(problems.map((p) => p.pointer))
+  const rule = (pointer: string, message: string): void => {
+    if (!faulted.has(pointer)) problems.push({ pointer, message })
   }
-  const deps = manifest.dependencies ?? {}
-  const seenPip = new Map<string, number>()
-  deps.pip?.forEach((d, i) => {
-    if (d.version !== undefined && !isValidPipSpecifier(d.version)) {
-      problems.push({ pointer: `${prefix}/dependencies/pip/${i}/version`, message: `is not a PEP 440 version specifier: ${JSON.stringify(d.version)}` })
-    }
-    const key = normalizePipName(d.name)
-    const first = seenPip.get(key)
-    if (first !== undefined) problems.push({ pointer: `${prefix}/dependencies/pip/${i}/name`, message: `lists ${d.name} again (see ${prefix}/dependencies/pip/${first})` })
-    else seenPip.set(key, i)
-  })
-  const seenNpm = new Map<string, number>()
-  deps.npm?.forEach((d, i) => {
-    if (d.version !== undefined && !isValidNpmSpecifier(d.version)) {
-      problems.push({ pointer: `${prefix}/dependencies/npm/${i}/version`, message: `is not a semver range or dist-tag: ${JSON.stringify(d.version)}` })
-    }
-    const first = seenNpm.get(d.name)
-    if (first !== undefined) problems.push({ pointer: `${prefix}/dependencies/npm/${i}/name`, message: `lists ${d.name} again (see ${prefix}/dependencies/npm/${first})` })
-    else seenNpm.set(d.name, i)
-  })
+  const m = isObject(value) ? value : {}
+  if (options.functionName !== undefined && typeof m.name === 'string' && m.name !== options.functionName) {
+    rule(`${prefix}/name`, `must equal the function name ${JSON.stringify(options.functionName)}`)
+  }
+  const deps = isObject(m.dependencies) ? m.dependencies : {}
+  const ecosystems = [
+    { key: 'pip', valid: isValidPipSpecifier, what: 'a PEP 440 version specifier', norm: normalizePipName },
+    { key: 'npm', valid: isValidNpmSpecifier, what: 'a semver range or dist-tag', norm: (n: string) => n },
+  ] as const
+  for (const { key, valid, what, norm } of ecosystems) {
+    const list = deps[key]
+    if (!Array.isArray(list)) continue
+    const seen = new Map<string, number>()
+    list.forEach((d: unknown, i) => {
+      if (!isObject(d)) return
+      const at = `${prefix}/dependencies/${key}/${i}`
+      if (typeof d.version === 'string' && !valid(d.version)) rule(`${at}/version`, `is not ${what}: ${JSON.stringify(d.version)}`)
+      if (typeof d.name !== 'string') return
+      const first = seen.get(norm(d.name))
+      if (first !== undefined) rule(`${at}/name`, `lists ${d.name} again (see ${prefix}/dependencies/${key}/${first})`)
+      else seen.set(norm(d.name), i)
+    })
+  }
   if (problems.length > 0) fail('manifest', problems)
-  return manifest
+  return value as FunctionManifest
 }
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
 
 const byPipName = (a: PinnedDependency, b: PinnedDependency): number =>
   compareCodeUnits(normalizePipName(a.name), normalizePipName(b.name)) || compareCodeUnits(a.name, b.name)
@@ -154,9 +161,17 @@ export function checkLockfile(
   const prefix = options.prefix ?? ''
   const mprefix = options.manifestPrefix ?? ''
   const problems = lockfileSchemaProblems(value, prefix)
-  if (problems.length > 0) fail('lockfile', problems)
-  const lock = value as FunctionLockfile
   const digest = manifestDigest(manifest)
+  if (problems.length > 0) {
+    // the pins cannot be compared in a lockfile of the wrong shape, but a wrong digest still shows
+    const claimed = isObject(value) ? value.manifest_digest : undefined
+    const at = `${prefix}/manifest_digest`
+    if (typeof claimed === 'string' && claimed !== digest && !problems.some((p) => p.pointer === at)) {
+      problems.push({ pointer: at, message: `does not match the manifest (its SHA-256 is ${digest})` })
+    }
+    fail('lockfile', problems)
+  }
+  const lock = value as FunctionLockfile
   if (lock.manifest_digest !== digest) {
     // the digest first: it is the problem a caller most needs to see
     problems.push({ pointer: `${prefix}/manifest_digest`, message: `does not match the manifest (its SHA-256 is ${digest})` })
