@@ -24,6 +24,7 @@ import { CatalogReplica } from './replication/catalog-replica.js'
 import { Mutex } from './mutex.js'
 import type { FederationPort } from './replication/federation-port.js'
 import { fetchMissingCode } from './replication/remote-code.js'
+import { WheelProvisioner, type WheelProvisionerInit } from './executions/wheel-provisioner.js'
 
 export interface EngineAuthInit {
   /**
@@ -47,6 +48,8 @@ export interface EngineInit {
   audit: AuditLogInit
   /** lockfile generation: package index URLs and request bounds (defaults: pypi.org, registry.npmjs.org) */
   lockfile?: LockfileGeneratorInit
+  /** where pinned Python wheels are, and where wheels fetched from federation peers are kept */
+  wheels?: WheelProvisionerInit
 }
 
 export interface EngineComponents {
@@ -92,6 +95,17 @@ export interface Engine {
   /** latency, error rate and cost of one function over a window such as `15m` */
   telemetry(principal: Principal, target: FunctionTarget, window: string): Promise<FunctionTelemetry>
   start(): Promise<void>
+  /**
+   * Publishes `node.started`: call it once the node's doors listen (before that nobody can be
+   * subscribed). The bus keeps it as the node's lifecycle event, which system-event channels send
+   * to each new subscriber.
+   */
+  announceStarted(data?: Record<string, unknown>): void
+  /**
+   * Publishes `node.stopping` once: call it before the doors close their subscription sockets so
+   * subscribers receive it. stop() publishes it when nobody did.
+   */
+  announceStopping(): void
   stop(): Promise<void>
 }
 
@@ -112,7 +126,8 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
   })
   replication.onApplied((fn) => functions.invalidate(fn.tenant_id, fn.rufid_short, fn.version))
   let federation: FederationPort | undefined
-  const executions = new ExecutionService(init.execution, { registry: functions, store, sandbox, metrics, events })
+  const wheels = new WheelProvisioner(init.wheels ?? {}, { federation: () => federation })
+  const executions = new ExecutionService(init.execution, { registry: functions, store, sandbox, metrics, events, wheels })
   const keys = new ApiKeyService(init.auth.keys, init.auth.mode === 'standard' ? createLevelKeyStorage(db) : createMemoryKeyStorage())
   const authenticator: Authenticator = init.auth.mode === 'none'
     ? createLocalAuthenticator({ defaultTenant: init.auth.defaultTenant })
@@ -120,11 +135,18 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
         { anonymous: init.auth.anonymous, mtls: init.auth.mtls },
         { apiKeys: keys, jwt: init.auth.jwt ? new JwtVerifier(init.auth.jwt) : undefined },
       )
-  const auditLog = new AuditLog(init.audit, { db })
+  // the admins of the node's admin tenant are its operators: they read every tenant's audit entries
+  const auditLog = new AuditLog({ operatorTenant: init.auth.defaultTenant, ...init.audit }, { db })
   const access = new AccessGate({ authenticator, rateLimits: new RateLimits(init.rateLimits), audit: auditLog })
   const marketplace = new Marketplace({ store, events })
   let ready = false
   let starting: Promise<void> | undefined
+  let stoppingAnnounced = false
+  const announceStopping = (): void => {
+    if (stoppingAnnounced) return
+    stoppingAnnounced = true
+    events.publishSystem({ type: 'node.stopping', tenant_id: null, rufid: null, message: 'node stopping' })
+  }
   const branches = new BranchService({ registry: functions, executions, store, newMoveId: () => replication.newMoveId() })
   return {
     functions,
@@ -165,15 +187,19 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
         await marketplace.start(() => store.allFunctions())
         await sandbox.start()
         ready = true
-        events.publishSystem({ type: 'node.started', tenant_id: null, rufid: null, message: 'engine started' })
+        stoppingAnnounced = false
       })()
       return starting
     },
+    announceStarted(data) {
+      events.publishSystem({ type: 'node.started', tenant_id: null, rufid: null, message: 'node started', ...(data ? { data } : {}) })
+    },
+    announceStopping,
     async stop() {
       if (starting === undefined) return
       await starting.catch(() => undefined)
       starting = undefined
-      if (ready) events.publishSystem({ type: 'node.stopping', tenant_id: null, rufid: null, message: 'engine stopping' })
+      if (ready) announceStopping()
       ready = false
       await marketplace.stop()
       await sandbox.stop()

@@ -1,7 +1,10 @@
 import type { AbstractSublevel } from 'abstract-level'
-import { validationFailed } from '../../core/errors.js'
+import { SvcError, validationFailed } from '../../core/errors.js'
+import { isValidTenantId } from '../../core/rufid.js'
+import { requirePermission } from '../authz.js'
 import { timeOrderedId, timeOrderedLowerBound } from '../ids.js'
 import type { LevelDatabase } from '../storage/catalog-store.js'
+import type { Principal } from '../types.js'
 
 /** service-spec §2.7 audit entry (plus `code` of a failure and `key_id` of the credential). */
 export interface AuditEntry {
@@ -22,7 +25,10 @@ export interface AuditEntry {
 export interface AuditQuery {
   from?: string
   to?: string
-  tenant?: string
+  /** entries of exactly this tenant; null: entries without a tenant (refused before authentication) */
+  tenant?: string | null
+  /** entries of this tenant and of its child namespaces (`acme`, `acme.team1`, …) */
+  within?: string
   operation?: string
   rufid?: string
   limit?: number
@@ -35,7 +41,20 @@ export interface AuditLogInit {
   retentionDays: number
   /** how often the retention sweep runs */
   sweepIntervalMs: number
+  /**
+   * the node's admin tenant (`auth.default_tenant`): its admins are the operators, who read every
+   * tenant's entries; absent, every admin reads only its own tenant
+   */
+  operatorTenant?: string | undefined
 }
+
+/** What an admin asks of `GET /api/v1/audit`: `tenant` as given in the query. */
+export type AuditReadRequest = Omit<AuditQuery, 'tenant' | 'within'> & { tenant?: string | undefined }
+
+/** The `tenant` filter value that selects entries without a tenant (authentication failures). */
+export const AUDIT_NO_TENANT = '~none'
+
+type NewEntry = Omit<AuditEntry, 'id' | 'timestamp'> & { timestamp?: string }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Sub = AbstractSublevel<LevelDatabase, any, string, AuditEntry>
@@ -63,11 +82,34 @@ export class AuditLog {
     this.timer = undefined
   }
 
-  async record(entry: Omit<AuditEntry, 'id' | 'timestamp'> & { timestamp?: string }): Promise<AuditEntry> {
+  async record(entry: NewEntry): Promise<AuditEntry> {
     const now = entry.timestamp ? Date.parse(entry.timestamp) : Date.now()
     const full: AuditEntry = { ...entry, id: timeOrderedId('au_', now), timestamp: new Date(now).toISOString() }
     await this.entries.put(full.id, full)
     return full
+  }
+
+  /**
+   * `GET /api/v1/audit`, for an admin. An operator (an admin of the node's admin tenant) reads
+   * every entry, and may filter on any tenant, or on `~none` for entries without one
+   * (authentication failures, requests refused before authentication). Any other admin reads its
+   * own tenant and that tenant's child namespaces, and may filter on one of those only (1003).
+   */
+  async readAs(principal: Principal, request: AuditReadRequest): Promise<{ items: AuditEntry[]; next_cursor: string | null }> {
+    requirePermission(principal, 'rufid.admin')
+    const operator = this.init.operatorTenant !== undefined && principal.tenant_id === this.init.operatorTenant
+    const { tenant, ...rest } = request
+    if (tenant === undefined || tenant === '') return this.query(operator ? rest : { ...rest, within: principal.tenant_id })
+    if (tenant !== AUDIT_NO_TENANT && !isValidTenantId(tenant)) {
+      throw validationFailed(`tenant must be a tenant id or ${AUDIT_NO_TENANT}`, [{ pointer: '/tenant', message: 'malformed tenant' }])
+    }
+    const own = tenant === principal.tenant_id || tenant.startsWith(`${principal.tenant_id}.`)
+    if (!operator && !own) {
+      throw new SvcError('PERMISSION_DENIED', `only an admin of the node's admin tenant reads the audit entries of ${tenant === AUDIT_NO_TENANT ? 'unauthenticated requests' : `tenant ${tenant}`}`, {
+        details: { tenant_id: principal.tenant_id, requested: tenant },
+      })
+    }
+    return this.query({ ...rest, tenant: tenant === AUDIT_NO_TENANT ? null : tenant })
   }
 
   async query(q: AuditQuery): Promise<{ items: AuditEntry[]; next_cursor: string | null }> {
@@ -84,6 +126,7 @@ export class AuditLog {
       scanned++
       if (from !== undefined && Date.parse(entry.timestamp) < from) continue
       if (q.tenant !== undefined && entry.tenant !== q.tenant) continue
+      if (q.within !== undefined && entry.tenant !== q.within && !(entry.tenant ?? '').startsWith(`${q.within}.`)) continue
       if (q.operation !== undefined && entry.operation !== q.operation) continue
       if (q.rufid !== undefined && entry.rufid !== q.rufid && !(entry.rufid ?? '').includes(q.rufid)) continue
       items.push(entry)
