@@ -65,6 +65,8 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
       const err = restErrorOf(thrown)
       failure = err
       ctx.status = httpStatusOf(err)
+      // refused before routing (the body parser: 413 too large, 400 malformed JSON): still audited
+      if (ctx.state.operation === 'unknown') ctx.state.operation = ctx.status === 413 ? 'request.too_large' : 'request.rejected'
       ctx.body = errorBody(err)
       if (err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(Math.ceil(err.retryAfterSeconds)))
       engine.metrics.protocolErrors.inc({ protocol: 'rest', code: String(err.code) })
