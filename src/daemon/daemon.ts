@@ -177,12 +177,18 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       federation = await startDaemonFederation(config.federation, {
         engine, logger: logger.child({ component: 'federation' }), metrics: engine.metrics, dataDir: config.data_dir, endpoint: url,
       })
+      // every door listens: node.started is the lifecycle event each new system subscriber gets first
+      engine.announceStarted({ version: VERSION })
       logger.info({ url, grpc: grpcUrl ?? null, data_dir: config.data_dir, peer_id: federation?.peerId ?? null, p2p: federation?.multiaddrs ?? [] }, 'svc-node listening')
     },
     async stop() {
       if (draining) return
       draining = true
       logger.info({ grace_ms: config.server.shutdown_grace_ms }, 'svc-node stopping')
+      // subscribers (/ws, GraphQL over WebSocket and SSE) get node.stopping while their sockets are
+      // open; one turn of the event loop lets the subscription streams write it before they close
+      engine.announceStopping()
+      await new Promise<void>((resolveTurn) => setImmediate(resolveTurn))
       // open streams and sockets would otherwise hold the servers open
       await Promise.allSettled([...sockets.map((s) => s.close()), graphql.close(), grpc?.stop()])
       if (server) {

@@ -39,9 +39,20 @@ interface EventMap {
 
 /** The engine's one event bus. Listeners must not throw; slow consumers buffer on their own side. */
 export class EventBus extends EventEmitter<EventMap> {
+  #lifecycle: SystemEvent | undefined
+
   constructor() {
     super({ captureRejections: false })
     this.setMaxListeners(0)
+  }
+
+  /**
+   * The node's latest lifecycle event (`node.started` or `node.stopping`), undefined before the node
+   * announced it serves. Each system-event channel sends it first to a new subscriber: nobody can
+   * be subscribed when a node starts, so this is how a client learns that (and when) it did.
+   */
+  get lifecycle(): SystemEvent | undefined {
+    return this.#lifecycle
   }
 
   publishExecution(event: ExecutionEvent): void {
@@ -49,6 +60,8 @@ export class EventBus extends EventEmitter<EventMap> {
   }
 
   publishSystem(event: Omit<SystemEvent, 'timestamp' | 'data'> & { data?: Record<string, unknown> }): void {
-    this.emit('system', { ...event, data: event.data ?? {}, timestamp: new Date().toISOString() })
+    const published: SystemEvent = { ...event, data: event.data ?? {}, timestamp: new Date().toISOString() }
+    if (published.type === 'node.started' || published.type === 'node.stopping') this.#lifecycle = published
+    this.emit('system', published)
   }
 }

@@ -43,7 +43,10 @@ type Mutation {
 type Subscription {
   """Finished executions of the caller's tenant, optionally of one RUFID (short or full form)."""
   functionExecutions(rufid: String): ExecutionEvent
-  """System events of the caller's tenant and node-wide ones (node started/stopping, peers)."""
+  """
+  System events of the caller's tenant and node-wide ones (node started/stopping, peers). The
+  first event is the node's lifecycle event (node.started, or node.stopping while it drains).
+  """
   systemEvents: SystemEvent
 }
 
@@ -283,6 +286,8 @@ export function createGraphqlSchema({ engine, logger }: GraphqlComponents): Grap
             const listener = (e: SystemEvent): void => {
               if (e.tenant_id === null || e.tenant_id === p.tenant_id) push(e)
             }
+            // the node's lifecycle event (node.started, or node.stopping while it drains) comes first
+            if (events.lifecycle) push(events.lifecycle)
             events.on('system', listener)
             return () => events.off('system', listener)
           }, SUBSCRIPTION_BUFFER)

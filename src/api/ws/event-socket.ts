@@ -30,7 +30,10 @@ import {
  *            `{"type":"error","id":"1","code":1006,"name":"VALIDATION_FAILED","message":"…"}`
  *              (`id` when the error answers a message that had one)
  * Event payloads are the engine's events (`engine/events.ts`, snake_case like REST). A connection
- * sees only its tenant's events, plus node-wide system events (`tenant_id: null`). Each subscribe
+ * sees only its tenant's events, plus node-wide system events (`tenant_id: null`). A system
+ * subscription first receives the node's lifecycle event (`node.started` with the time the node
+ * started serving; `node.stopping` while it drains); `node.stopping` reaches every system
+ * subscriber before the node closes the sockets (1001). Each subscribe
  * re-checks the credentials (so a revoked key stops subscribing) and is audited as `events.subscribe`.
  *
  * Limits per connection:
@@ -284,6 +287,9 @@ export function attachEventSocket(
     if (conn.subscriptions.get(id) !== sub) return
     sub.live = true
     send(conn, { type: 'subscribed', id, channel })
+    // the node's lifecycle event (node.started, or node.stopping while it drains) comes first
+    const lifecycle = engine.events.lifecycle
+    if (channel === 'system' && lifecycle) deliver(conn, { type: 'event', id, channel: 'system', payload: lifecycle })
   }
 
   // ---- events ----------------------------------------------------------------------------------
