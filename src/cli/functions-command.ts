@@ -18,6 +18,11 @@ export function jsonFileText(value: unknown): string {
 }
 
 function readJsonFile(path: string, what: string): Json {
+  return readJsonFileText(path, what).value
+}
+
+/** A JSON file's object and its exact text (sent as manifest_text / lockfile_text, so export gives back the same bytes). */
+function readJsonFileText(path: string, what: string): { value: Json; text: string } {
   let text: string
   try {
     text = readFileSync(path, 'utf8')
@@ -31,7 +36,7 @@ function readJsonFile(path: string, what: string): Json {
     throw invalid(`${what} ${path} is not JSON: ${(err as Error).message}`)
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(`${what} ${path} must hold a JSON object`)
-  return value as Json
+  return { value: value as Json, text }
 }
 
 /** The manifest file a `--path` names: the file itself, or function.svc.json inside a directory. */
@@ -164,11 +169,12 @@ export function readDefinition(flags: DefinitionFlags): Json {
   const dir = flags.code === undefined ? undefined : resolve(flags.code)
   if (dir !== undefined && !(existsSync(dir) && statSync(dir).isDirectory())) throw invalid(`--code ${flags.code} is not a directory`)
   const manifestPath = flags.manifest !== undefined ? resolve(flags.manifest) : dir !== undefined && existsSync(join(dir, MANIFEST_FILE)) ? join(dir, MANIFEST_FILE) : undefined
-  const manifest = manifestPath === undefined ? undefined : readJsonFile(manifestPath, 'manifest')
+  const manifestFile = manifestPath === undefined ? undefined : readJsonFileText(manifestPath, 'manifest')
+  const manifest = manifestFile?.value
   const lockPath = flags.lockfile === false
     ? undefined
     : typeof flags.lockfile === 'string' ? resolve(flags.lockfile) : dir !== undefined && existsSync(join(dir, LOCKFILE_FILE)) ? join(dir, LOCKFILE_FILE) : undefined
-  const lockfile = lockPath === undefined ? undefined : readJsonFile(lockPath, 'lockfile')
+  const lockFile = lockPath === undefined ? undefined : readJsonFileText(lockPath, 'lockfile')
   const m = (manifest ?? {}) as Partial<FunctionManifest>
   const [entryModule, entryCallable] = typeof m.entrypoint === 'string' ? m.entrypoint.split(':') : []
   const name = flags.name ?? (typeof m.name === 'string' ? m.name : undefined) ?? entryCallable
@@ -220,8 +226,8 @@ export function readDefinition(flags: DefinitionFlags): Json {
     source_code,
     ...(description !== undefined ? { description } : {}),
     ...(tags !== undefined ? { tags } : {}),
-    ...(manifest !== undefined ? { manifest } : {}),
-    ...(lockfile !== undefined ? { lockfile } : {}),
+    ...(manifestFile !== undefined ? { manifest: manifestFile.value, manifest_text: manifestFile.text } : {}),
+    ...(lockFile !== undefined ? { lockfile: lockFile.value, lockfile_text: lockFile.text } : {}),
   }
 }
 
@@ -417,8 +423,9 @@ async function exportFiles(rufid: string, opts: ExportOptions): Promise<void> {
   mkdirSync(out, { recursive: true })
   const manifestPath = join(out, MANIFEST_FILE)
   const lockPath = join(out, LOCKFILE_FILE)
-  writeFileSync(manifestPath, jsonFileText(r.manifest))
-  if (r.lockfile !== null && r.lockfile !== undefined) writeFileSync(lockPath, jsonFileText(r.lockfile))
+  // the files as they were published; as svc writes them when the node has no text (a generated lockfile)
+  writeFileSync(manifestPath, typeof r.manifest_text === 'string' ? r.manifest_text : jsonFileText(r.manifest))
+  if (r.lockfile !== null && r.lockfile !== undefined) writeFileSync(lockPath, typeof r.lockfile_text === 'string' ? r.lockfile_text : jsonFileText(r.lockfile))
   if (opts.json) return printJson({ ...r, manifest_path: manifestPath, lockfile_path: r.lockfile ? lockPath : null })
   say(`exported ${String(r.rufid)}`)
   say(`  ${manifestPath}`)
@@ -539,7 +546,7 @@ Example:
     .action(action(invoke))
 
   versionOption(json(withConnection(cmd.command('export'))), 'the newest')
-    .description(`write the stored ${MANIFEST_FILE} and ${LOCKFILE_FILE} of a RUFID, byte for byte as svc writes them (overwrites)`)
+    .description(`write the stored ${MANIFEST_FILE} and ${LOCKFILE_FILE} of a RUFID (overwrites): byte for byte as they were deployed or created with svc; a lockfile the node generated as "manifest install" writes it`)
     .argument('<rufid>', 'short or full RUFID')
     .option('--out <dir>', 'directory to write into', '.')
     .addHelpText('after', `

@@ -19,6 +19,10 @@ export interface Principal {
 export interface ManifestSnapshot {
   manifest: Record<string, unknown> | null
   lockfile: Record<string, unknown> | null
+  /** the manifest file exactly as its author wrote it (parses to `manifest`); absent when not sent */
+  manifest_text?: string
+  /** the lockfile exactly as supplied (parses to the lock of `lockfile`); absent when generated or not sent */
+  lockfile_text?: string
 }
 
 export interface ExecutionLimitsOverride {
@@ -44,6 +48,9 @@ export interface FunctionVersion {
   author: string
   manifest: Record<string, unknown> | null
   lockfile: Record<string, unknown> | null
+  /** see ManifestSnapshot: the files' text as sent, so export returns them byte for byte */
+  manifest_text?: string
+  lockfile_text?: string
   limits: ExecutionLimitsOverride
   /** set when the version is deleted (tombstone); the version number is never reused */
   deleted_at?: string

@@ -23,6 +23,21 @@ const manifest = {
   },
   metadata: { owner: 'team-math', tags: ['math'] },
 }
+/** function.svc.json as a person writes it: own key order, spacing, tabs, a blank line at the end. */
+const manifestText = `{
+\t"name":   "addStaged", "schemaVersion": "1.0",
+  "entrypoint" : "main:addStaged",
+  "description": "adds two numbers and a constant",
+  "runtime": { "version": "20", "language": "javascript" },
+  "dependencies": {
+     "system": [ "zlib" ],
+     "npm": [ { "version": "^4.17.0", "name": "lodash" } ],
+     "pip": [ { "name": "requests", "version": ">=2.28,<3" } ]
+  },
+  "metadata": {"tags": ["math"], "owner": "team-math"}
+}
+
+`
 const code = (n: number): string => `// version ${n}\nfunction addStaged(a, b) {\n  return a + b + ${n}\n}\n`
 
 describe('svc functions / svc keys against a node', () => {
@@ -44,7 +59,9 @@ describe('svc functions / svc keys against a node', () => {
     work = mkdtempSync(join(tmpdir(), 'svc-cli-'))
     dir = join(work, 'addStaged')
     mkdirSync(dir)
-    writeFileSync(join(dir, 'function.svc.json'), JSON.stringify(manifest, null, 2) + '\n')
+    expect(JSON.parse(manifestText)).toEqual(manifest)
+    expect(manifestText).not.toBe(JSON.stringify(manifest, null, 2) + '\n') // not what svc would write
+    writeFileSync(join(dir, 'function.svc.json'), manifestText)
     writeFileSync(join(dir, 'main.js'), code(1))
   })
   afterAll(async () => {
@@ -159,6 +176,16 @@ describe('svc functions / svc keys against a node', () => {
     const resolved = JSON.parse((await runSvc(['functions', 'resolve', rufid, '--version', 'v1', '--json', '--config', config])).stdout) as Record<string, unknown>
     expect(resolved).toMatchObject({ function_name: 'mulTs', signature: '(a: number, b: number): number', version: 'v1' })
     expect(resolved.lockfile).toMatchObject({ dependencies: { npm: [{ name: '@scope/util', version: '1.0.0' }] } })
+
+    // the lockfile the node generated exports as `manifest install` writes it, and verifies
+    const out = join(work, 'mul-exported')
+    expect((await runSvc(['functions', 'export', rufid, '--out', out, '--config', config])).status).toBe(0)
+    expect(readFileSync(join(out, 'function.svc.json'))).toEqual(readFileSync(join(fdir, 'function.svc.json')))
+    const lockText = readFileSync(join(out, 'function.lock.json'), 'utf8')
+    expect(lockText).toBe(JSON.stringify(resolved.lockfile, null, 2) + '\n')
+    const verified = await runSvc(['functions', 'manifest', 'verify', '--path', out])
+    expect(verified.stderr).toBe('')
+    expect(verified.status).toBe(0)
 
     const ran = await runSvc(['functions', 'execute', rufid, '--args', '{"a": 6, "b": 7}', '--config', config])
     expect(ran.status).toBe(0)

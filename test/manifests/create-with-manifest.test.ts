@@ -125,6 +125,53 @@ describe('create with a manifest (in-process engine)', () => {
     expect(await t.engine.functions.ledger(dev)).toHaveLength(0)
   })
 
+  it('keeps the text a manifest and lockfile were sent as, on the version and its ledger snapshot', async () => {
+    const manifest = sampleManifest()
+    const manifestText = `{"name":"add",  "schemaVersion" : "1.0",\n\t"description":"adds two numbers","entrypoint":"main:add",
+ "runtime":{"version":"20","language":"javascript"},"dependencies":{"system":["zlib","libpq-dev"],
+ "pip":[{"version":">=2.28,<3","name":"requests"},{"name":"numpy"}],"npm":[{"name":"lodash","version":"^4.17.0"}]},
+ "environment":{"API_TOKEN":"required"},"scripts":{"post_install":"echo done"},"metadata":{"tier":"gold","owner":"team-math"}}\r\n`
+    expect(JSON.parse(manifestText)).toEqual(manifest)
+    const generated = await t.engine.functions.create(dev, { ...addJs, manifest, manifest_text: manifestText })
+    expect(generated.fn.manifest_text).toBe(manifestText)
+    expect(generated.fn.lockfile_text).toBeUndefined() // generated: no text of its own
+    const lock = generated.fn.lockfile as unknown as FunctionLockfile
+    const older = { ...lock, dependencies: { ...lock.dependencies, pip: [{ name: 'numpy', version: '1.26.4', source: index.pipIndexUrl }, lock.dependencies.pip![1]!] } }
+    const lockText = '{ "generator": "by hand", ' + JSON.stringify(older).slice(1).replace('"generator":"' + older.generator + '",', '') + '\n'
+    const lockValue = { ...older, generator: 'by hand' }
+    expect(JSON.parse(lockText)).toEqual(lockValue)
+    const supplied = await t.engine.functions.create(dev, { ...addJs, manifest, manifest_text: manifestText, lockfile: lockValue, lockfile_text: lockText })
+    expect(supplied.version).toBe('v2')
+    const resolved = await t.engine.functions.resolve(dev, { short: supplied.rufid_short, version: 2 })
+    expect(resolved.fn).toMatchObject({ manifest_text: manifestText, lockfile_text: lockText })
+    const ledger = await t.engine.functions.ledger(dev, 'add')
+    expect(ledger.map((e) => [e.manifest_snapshot.manifest_text, e.manifest_snapshot.lockfile_text])).toEqual([[manifestText, undefined], [manifestText, lockText]])
+    // the text is not content: the same manifest sent as other text is the same version, its first text kept
+    const again = await t.engine.functions.create(dev, { ...addJs, manifest, manifest_text: JSON.stringify(manifest), lockfile: lockValue })
+    expect(again).toMatchObject({ created: false, version: 'v2' })
+    expect(again.fn.manifest_text).toBe(manifestText)
+  })
+
+  it('refuses a manifest_text or lockfile_text that does not parse to the object sent with it (1006), storing nothing', async () => {
+    const manifest = sampleManifest()
+    const cases: Array<[Record<string, unknown>, string, RegExp]> = [
+      [{ manifest, manifest_text: JSON.stringify({ ...manifest, description: 'other' }) }, '/manifest_text', /differ at \/manifest\/description/],
+      [{ manifest, manifest_text: JSON.stringify({ ...manifest, extra: 1 }) }, '/manifest_text', /differ at \/manifest\/extra/],
+      [{ manifest, manifest_text: JSON.stringify({ ...manifest, dependencies: { ...(manifest.dependencies as object), system: ['zlib'] } }) }, '/manifest_text', /differ at \/manifest\/dependencies\/system\/1/],
+      [{ manifest, manifest_text: '{"schemaVersion": "1.0",' }, '/manifest_text', /is not JSON/],
+      [{ manifest_text: JSON.stringify(manifest) }, '/manifest_text', /send the manifest with it/],
+      [{ manifest, lockfile_text: '{}' }, '/lockfile_text', /send the lockfile with it/],
+    ]
+    for (const [fields, pointer, message] of cases) {
+      const err = await rejectionOf(t.engine.functions.create(dev, { ...addJs, ...fields }))
+      expect(err.code).toBe(1006)
+      expect(err.details.problems).toEqual([{ pointer, message: expect.stringMatching(message) }])
+      expect(err.message).toMatch(new RegExp(`^${pointer.slice(1)} `))
+    }
+    expect(index.requests).toHaveLength(0)
+    expect(await t.engine.functions.ledger(dev)).toHaveLength(0)
+  })
+
   it('keeps creating functions without a manifest as before (no lockfile, no request)', async () => {
     const r = await t.engine.functions.create(dev, addJs)
     expect(r.fn.manifest).toBeNull()

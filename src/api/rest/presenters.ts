@@ -33,6 +33,8 @@ export function resolutionBody(r: Resolution): Record<string, unknown> {
     created_at: fn.created_at,
     manifest: fn.manifest,
     lockfile: fn.lockfile,
+    manifest_text: fn.manifest_text ?? null,
+    lockfile_text: fn.lockfile_text ?? null,
   }
 }
 

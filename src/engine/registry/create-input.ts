@@ -5,6 +5,9 @@ export const FUNCTION_NAME = /^[\p{L}_$][\p{L}\p{N}_$]{0,127}$/u
 const TAG = /^[\p{L}\p{N}_.:+#-]{1,64}$/u
 const LANGUAGE = /^[A-Za-z][A-Za-z0-9+#._-]{0,31}$/
 
+/** Longest manifest_text / lockfile_text (a request body is capped at 1 MiB anyway). */
+export const MAX_FILE_TEXT = 1024 * 1024
+
 export interface CreateInputLimits {
   maxSourceBytes: number
 }
@@ -24,6 +27,10 @@ export function createInputSchema(limits: CreateInputLimits) {
     tags: z.array(z.string().regex(TAG, 'tags are 1–64 letters, digits or _.:+#-')).max(32).optional(),
     manifest: z.record(z.string(), z.unknown()).nullable().optional(),
     lockfile: z.record(z.string(), z.unknown()).nullable().optional(),
+    /** function.svc.json exactly as written (must parse to `manifest`): export returns these bytes */
+    manifest_text: z.string().max(MAX_FILE_TEXT).nullable().optional(),
+    /** function.lock.json exactly as written (must parse to `lockfile`) */
+    lockfile_text: z.string().max(MAX_FILE_TEXT).nullable().optional(),
     limits: z
       .object({
         timeout_ms: z.number().int().positive().optional(),

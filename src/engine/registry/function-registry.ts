@@ -124,7 +124,8 @@ export class FunctionRegistry {
   }
 
   /**
-   * Publishes a function version. Identical content (same hash, manifest and lock) is idempotent;
+   * Publishes a function version. Identical content (same hash, manifest and lock) is idempotent
+   * (the text a manifest or lockfile was sent as is not content: the first version's text is kept);
    * a hash collision is 1008. A manifest is validated (1006/422 with JSON pointers); without a
    * lockfile one is generated (or reused from a stored version with the same manifest); a
    * lockfile whose manifest_digest does not match is 1006/422. Nothing is stored on any failure.
@@ -180,6 +181,8 @@ export class FunctionRegistry {
         author: principal.user,
         manifest: snapshot.manifest,
         lockfile: snapshot.lockfile,
+        ...(snapshot.manifest_text !== undefined ? { manifest_text: snapshot.manifest_text } : {}),
+        ...(snapshot.lockfile_text !== undefined ? { lockfile_text: snapshot.lockfile_text } : {}),
         limits: input.limits ?? {},
       }
       let ledger: LedgerEntry = {
@@ -388,7 +391,12 @@ function ledgerOf(fn: FunctionVersion): LedgerEntry {
     content_digest: fn.content_digest,
     created_at: fn.created_at,
     author: fn.author,
-    manifest_snapshot: { manifest: fn.manifest, lockfile: fn.lockfile },
+    manifest_snapshot: {
+      manifest: fn.manifest,
+      lockfile: fn.lockfile,
+      ...(fn.manifest_text !== undefined ? { manifest_text: fn.manifest_text } : {}),
+      ...(fn.lockfile_text !== undefined ? { lockfile_text: fn.lockfile_text } : {}),
+    },
   }
 }
 

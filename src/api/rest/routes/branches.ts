@@ -98,6 +98,15 @@ export function registerBranchRoutes(router: Router<RestState>, { engine }: Rest
     const principal = await principalOf(ctx, engine)
     const target = functions.target(principal, ctx.params.rufid, queryString(ctx.query.version))
     const { fn } = await functions.resolve(principal, target)
-    ctx.body = { rufid: fullRufidOf(fn), version: `v${fn.version}`, function_name: fn.function_name, manifest: fn.manifest, lockfile: fn.lockfile }
+    ctx.body = {
+      rufid: fullRufidOf(fn),
+      version: `v${fn.version}`,
+      function_name: fn.function_name,
+      manifest: fn.manifest,
+      lockfile: fn.lockfile,
+      // the files as they were sent (null: not sent as text, or a generated lockfile)
+      manifest_text: fn.manifest_text ?? null,
+      lockfile_text: fn.lockfile_text ?? null,
+    }
   })
 }
