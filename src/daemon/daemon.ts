@@ -46,6 +46,9 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
   const metrics = createMetrics({ defaultMetrics: true })
   const events = new EventBus()
   const x = config.execution
+  // wheels fetched from federation peers (each checked against its pin's sha256), beside the wheelhouse
+  const wheelCache = join(config.data_dir, 'wheels')
+  const wheelDirs = [x.python.wheelhouse, wheelCache].filter((d) => d !== '')
   const sandbox = createSandbox({
     workers: x.workers,
     maxWarmIsolatesPerWorker: x.max_warm_isolates_per_worker,
@@ -53,6 +56,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     queueLimit: x.queue_limit,
     killGraceMs: x.kill_grace_ms,
     ...(x.python.wheelhouse ? { pythonWheelhouse: x.python.wheelhouse } : {}),
+    pythonWheelCache: wheelCache,
     pythonInterpretersPerWorker: x.python.interpreters_per_worker,
     pythonKillGraceMs: x.python.kill_grace_ms,
     logger: logger.child({ component: 'sandbox' }),
@@ -82,6 +86,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         maxResponseBytes: config.lockfile.max_response_bytes,
         concurrency: config.lockfile.concurrency,
       },
+      wheels: { ...(x.python.wheelhouse ? { wheelhouse: x.python.wheelhouse } : {}), cacheDir: wheelCache },
     },
     { db, store, sandbox, metrics, events },
   )
@@ -175,7 +180,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         grpcUrl = `${config.grpc.host}:${port}`
       }
       federation = await startDaemonFederation(config.federation, {
-        engine, logger: logger.child({ component: 'federation' }), metrics: engine.metrics, dataDir: config.data_dir, endpoint: url,
+        engine, logger: logger.child({ component: 'federation' }), metrics: engine.metrics, dataDir: config.data_dir, endpoint: url, wheelDirs,
       })
       // every door listens: node.started is the lifecycle event each new system subscriber gets first
       engine.announceStarted({ version: VERSION })

@@ -53,6 +53,8 @@ export interface DaemonFederationComponents {
   dataDir: string
   /** this node's public REST endpoint (known after listen) */
   endpoint: string
+  /** directories of the wheels this node serves to members (wheelhouse, fetched wheels) */
+  wheelDirs?: string[]
 }
 
 export interface DaemonFederation {
@@ -84,6 +86,7 @@ export async function startDaemonFederation(config: FederationConfig, components
     endpoint: components.endpoint,
     registryPeers: config.registry_peers,
     syncIntervalMs: config.sync_interval_ms,
+    ...(components.wheelDirs ? { wheelDirs: components.wheelDirs } : {}),
   }, { engine: components.engine, logger: components.logger, metrics: components.metrics })
   await federation.start()
   const multiaddrs = federation.node.multiaddrs()

@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { basename, join } from 'node:path'
 import { SvcError } from '../core/errors.js'
 import { computeRufid } from '../core/rufid.js'
 import type { Engine } from '../engine/engine.js'
@@ -14,12 +17,20 @@ export const NODES_TOPIC = 'svc/nodes/1'
 export const SYNC_PROTOCOL = '/svc/sync/1.0.0'
 export const CODE_PROTOCOL = '/svc/code/1.0.0'
 export const REGISTER_PROTOCOL = '/svc/register/1.0.0'
+export const WHEEL_PROTOCOL = '/svc/wheel/1.0.0'
+/** the largest wheel served to or accepted from a member (it travels base64 in one message) */
+export const MAX_WHEEL_BYTES = 16 * 1024 * 1024
 
 export interface FederationInit extends FederationNodeInit {
   /** PeerIds of registry nodes to register with after start (may be empty: every member is a registry) */
   registryPeers?: string[]
   /** anti-entropy: sync with one member this often (default 2000 ms, 0 disables) */
   syncIntervalMs?: number
+  /**
+   * Directories of pure-Python wheels this node serves to members (by sha256) and announces as a
+   * provider of (its wheelhouse, and the wheels it fetched from peers).
+   */
+  wheelDirs?: string[]
 }
 
 export interface FederationComponents {
@@ -55,6 +66,9 @@ export class Federation implements FederationPort {
    * Bounded: the oldest hints are dropped past MAX_HOLDER_HINTS.
    */
   private readonly holders = new Map<string, string>()
+  /** this node's wheels: sha256 → path, and the file stamp each hash was computed for */
+  private readonly wheels = new Map<string, string>()
+  private readonly wheelStamps = new Map<string, { stamp: string; sha256: string }>()
   private timer: NodeJS.Timeout | undefined
 
   constructor(init: FederationInit, components: FederationComponents) {
@@ -95,6 +109,7 @@ export class Federation implements FederationPort {
     await this.node.handleMembers(SYNC_PROTOCOL, async (request) => this.answerSync(request as Partial<SyncBatch>))
     await this.node.handleMembers(CODE_PROTOCOL, async (request) => this.serveCode(request as { tenant_id: string; rufid_short: string; version: number; content_digest: string }))
     await this.node.handleMembers(REGISTER_PROTOCOL, async (request) => this.register(request))
+    await this.node.handleMembers(WHEEL_PROTOCOL, async (request) => this.serveWheel(request as { sha256?: unknown }))
     this.unsubscribe.push(replica.onLocalChange((change) => this.announce(change)))
     this.unsubscribe.push(replica.onConflict((conflict) => {
       const what = conflict.kind === 'branch'
@@ -126,6 +141,7 @@ export class Federation implements FederationPort {
     this.engine.attachFederation(this)
     for (const member of this.node.members()) void this.syncWith(member.peerId)
     void this.provideAll()
+    void this.provideWheels()
     void this.registerWithRegistries()
     const every = this.init.syncIntervalMs ?? 2_000
     if (every > 0) {
@@ -275,6 +291,96 @@ export class Federation implements FederationPort {
       if (code !== undefined) return found(code)
     }
     throw new SvcError('FEDERATION_UNREACHABLE', `no reachable provider holds ${short} v${version}`, { details: { rufid_short: short, content_digest: contentDigest, tried: [...tried] } })
+  }
+
+  // ---- wheels ------------------------------------------------------------------------------------
+
+  /** Hashes the wheels in `wheelDirs` (unchanged files are not hashed again) and indexes them. */
+  private indexWheels(): string[] {
+    const found: string[] = []
+    this.wheels.clear()
+    for (const dir of this.init.wheelDirs ?? []) {
+      let files: string[]
+      try {
+        files = readdirSync(dir).filter((f) => f.endsWith('.whl') && !f.startsWith('.'))
+      } catch {
+        continue
+      }
+      for (const file of files) {
+        const path = join(dir, file)
+        try {
+          const st = statSync(path)
+          if (!st.isFile() || st.size > MAX_WHEEL_BYTES) continue
+          const stamp = `${st.size}:${st.mtimeMs}`
+          let known = this.wheelStamps.get(path)
+          if (known?.stamp !== stamp) {
+            known = { stamp, sha256: createHash('sha256').update(readFileSync(path)).digest('hex') }
+            this.wheelStamps.set(path, known)
+          }
+          if (!this.wheels.has(known.sha256)) this.wheels.set(known.sha256, path)
+          found.push(known.sha256)
+        } catch {
+          // a file that vanished or cannot be read is not served
+        }
+      }
+    }
+    return found
+  }
+
+  /** Announces every wheel of this node as a DHT provider record keyed by its sha256. */
+  private async provideWheels(): Promise<void> {
+    for (const sha of new Set(this.indexWheels())) await this.provide(sha)
+  }
+
+  private serveWheel(request: { sha256?: unknown }): { filename: string; bytes: string } {
+    const sha = request?.sha256
+    if (typeof sha !== 'string' || !/^[0-9a-f]{64}$/.test(sha)) throw new SvcError('VALIDATION_FAILED', 'a wheel is asked for by its sha256 (64 lower-case hexadecimal digits)')
+    if (!this.wheels.has(sha)) this.indexWheels() // a wheel fetched or added since the last look
+    const path = this.wheels.get(sha)
+    const bytes = path === undefined ? undefined : readFileSync(path)
+    if (path === undefined || bytes === undefined || createHash('sha256').update(bytes).digest('hex') !== sha) {
+      throw new SvcError('RUFID_NOT_FOUND', 'this node does not hold that wheel')
+    }
+    return { filename: basename(path), bytes: bytes.toString('base64') }
+  }
+
+  /**
+   * FederationPort.fetchWheel: members that provide a wheel with `pin.sha256` (DHT provider records
+   * keyed by the hash), then the other members; the first wheel whose bytes have that hash wins.
+   * Once stored here, this node provides it too.
+   */
+  async fetchWheel(pin: { name: string; version: string; sha256: string }): Promise<{ filename: string; bytes: Uint8Array }> {
+    const tried = new Set<string>()
+    const attempt = async (peerId: string): Promise<{ filename: string; bytes: Uint8Array } | undefined> => {
+      if (tried.has(peerId) || peerId === this.nodeId) return undefined
+      tried.add(peerId)
+      try {
+        const answer = await this.node.request(peerId, WHEEL_PROTOCOL, { sha256: pin.sha256 }, 30_000) as { filename?: unknown; bytes?: unknown }
+        if (typeof answer.filename !== 'string' || typeof answer.bytes !== 'string' || answer.bytes.length > Math.ceil(MAX_WHEEL_BYTES / 3) * 4) return undefined
+        const bytes = Buffer.from(answer.bytes, 'base64')
+        if (createHash('sha256').update(bytes).digest('hex') !== pin.sha256) {
+          this.log.warn({ peer_id: peerId, pin: `${pin.name}==${pin.version}` }, 'a member served a wheel that does not match its sha256: refused')
+          return undefined
+        }
+        return { filename: answer.filename, bytes }
+      } catch (err) {
+        this.log.debug({ peer_id: peerId, err }, 'wheel fetch failed')
+        return undefined
+      }
+    }
+    const candidates = async function* (self: Federation): AsyncGenerator<string> {
+      for await (const provider of self.node.providers(pin.sha256, { timeoutMs: 2_000 })) yield provider.peerId
+      for (const m of self.node.members().map((x) => x.peerId).sort()) yield m
+    }
+    for await (const peerId of candidates(this)) {
+      const wheel = await attempt(peerId)
+      if (wheel === undefined) continue
+      setTimeout(() => void this.provide(pin.sha256), 1_000).unref() // after the caller stored it
+      return wheel
+    }
+    throw new SvcError('FEDERATION_UNREACHABLE', `no federation member served a wheel of ${pin.name}==${pin.version} with sha256 ${pin.sha256}`, {
+      details: { pin: `${pin.name}==${pin.version}`, sha256: pin.sha256, tried: [...tried] },
+    })
   }
 
   async discover(principal: Principal, rufid: string): Promise<FederatedDiscovery> {

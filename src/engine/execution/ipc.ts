@@ -51,8 +51,8 @@ export interface WorkerConfig {
   maxWarmIsolates: number
   /** Python interpreters kept warm, one per scope (LRU). */
   maxPythonInterpreters: number
-  /** Directory of wheels that pinned Python dependencies are installed from. */
-  pythonWheelhouse?: string
+  /** Directories of wheels pinned Python dependencies are installed from, the first holding one wins. */
+  pythonWheelDirs: string[]
 }
 
 export type SupervisorMessage =

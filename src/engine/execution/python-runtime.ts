@@ -40,8 +40,8 @@ interface ScopeInterpreter {
 }
 
 export interface PythonRuntimeInit {
-  /** directory of wheels pinned dependencies are installed from */
-  wheelhouse: string | undefined
+  /** directories of wheels pinned dependencies are installed from (the first holding one wins) */
+  wheelDirs: readonly string[]
   /** interpreters kept warm, one per scope (LRU) */
   maxInterpreters: number
 }
@@ -162,7 +162,7 @@ export class PythonRuntime implements LanguageRuntime {
       scope.sets.set(digest, known)
       return known
     }
-    const wheels = readWheels(this.init.wheelhouse, pins)
+    const wheels = readWheels(this.init.wheelDirs, pins)
     let site: string
     try {
       site = scope.interpreter.install(digest, wheels)

@@ -6,12 +6,14 @@
  */
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { SvcError } from '../../core/errors.js'
 import type { PipPin } from './types.js'
 
 /** Largest wheel the worker installs (the set lives in the interpreter's in-memory filesystem). */
 export const MAX_WHEEL_BYTES = 64 * 1024 * 1024
+/** Largest wheel fetched from or served to a federation peer (it travels base64 in one message). */
+export const MAX_REMOTE_WHEEL_BYTES = 16 * 1024 * 1024
 /** Most pins one function may have. */
 export const MAX_PINS = 256
 
@@ -85,22 +87,43 @@ export interface ResolvedWheel {
 }
 
 /**
- * Reads the wheels for `pins` from `wheelhouse`. Every pin the directory cannot provide (absent,
- * not a pure-Python wheel, too large, or not matching its sha256) makes the whole set fail with
- * EXECUTION_FAILED naming each such `name==version`.
+ * The path of the wheel for `pin` in the first of `dirs` that holds one (a pure-Python wheel of that
+ * name and version), or undefined. The hash is not checked here.
  */
-export function readWheels(wheelhouse: string | undefined, pins: readonly PipPin[]): ResolvedWheel[] {
-  const available = wheelhouse === undefined ? new Map<string, string>() : listWheels(wheelhouse)
+export function findWheel(dirs: readonly string[], pin: PipPin): string | undefined {
+  const key = `${normalizeName(pin.name)}==${normalizeVersion(pin.version)}`
+  for (const dir of dirs) {
+    const file = listWheels(dir).get(key)
+    if (file !== undefined) return join(dir, file)
+  }
+  return undefined
+}
+
+/** Whether `file` is a pure-Python wheel's name for exactly `pin`'s name and version. */
+export function isWheelFileOf(file: string, pin: PipPin): boolean {
+  const m = WHEEL.exec(file)
+  if (!m || file.includes('/') || file.includes('\\')) return false
+  const [, name = '', version = '', , python = '', abi = '', platform = ''] = m
+  return abi === 'none' && platform === 'any' && python.split('.').some((t) => t === 'py3' || /^py3\d*$/.test(t)) &&
+    normalizeName(name) === normalizeName(pin.name) && normalizeVersion(version) === normalizeVersion(pin.version)
+}
+
+/**
+ * Reads the wheels for `pins` from `dirs` (the node's wheelhouse, then wheels fetched from
+ * federation peers), the first directory holding a pin's wheel providing it. Every pin they cannot
+ * provide (absent, not a pure-Python wheel, too large, or not matching its sha256) makes the whole
+ * set fail with EXECUTION_FAILED naming each such `name==version`.
+ */
+export function readWheels(dirs: readonly string[], pins: readonly PipPin[]): ResolvedWheel[] {
   const missing: string[] = []
   const problems: string[] = []
   const resolved: ResolvedWheel[] = []
   for (const pin of pins) {
-    const file = available.get(`${normalizeName(pin.name)}==${normalizeVersion(pin.version)}`)
-    if (file === undefined || wheelhouse === undefined) {
+    const path = findWheel(dirs, pin)
+    if (path === undefined) {
       missing.push(pinLabel(pin))
       continue
     }
-    const path = join(wheelhouse, file)
     let bytes: Buffer
     try {
       if (statSync(path).size > MAX_WHEEL_BYTES) {
@@ -112,11 +135,11 @@ export function readWheels(wheelhouse: string | undefined, pins: readonly PipPin
       missing.push(pinLabel(pin))
       continue
     }
-    if (pin.sha256 !== undefined && createHash('sha256').update(bytes).digest('hex') !== pin.sha256) {
+    if (pin.sha256 !== undefined && sha256Of(bytes) !== pin.sha256) {
       problems.push(`${pinLabel(pin)} (the wheel's sha256 does not match the pin)`)
       continue
     }
-    resolved.push({ pin, file, bytes })
+    resolved.push({ pin, file: basename(path), bytes })
   }
   if (missing.length > 0 || problems.length > 0) {
     const parts: string[] = []
@@ -124,12 +147,14 @@ export function readWheels(wheelhouse: string | undefined, pins: readonly PipPin
       parts.push(`pinned package${missing.length > 1 ? 's' : ''} ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not available on this node`)
     }
     if (problems.length > 0) parts.push(`cannot install ${problems.join(', ')}`)
-    throw new SvcError('EXECUTION_FAILED', `${parts.join('; ')}${wheelhouse === undefined ? ' (no Python wheelhouse is configured)' : ''}`, {
+    throw new SvcError('EXECUTION_FAILED', `${parts.join('; ')}${dirs.length === 0 ? ' (no Python wheelhouse is configured)' : ''}`, {
       details: { reason: 'dependency_unavailable', missingDependencies: missing, unusableDependencies: problems },
     })
   }
   return resolved
 }
+
+export const sha256Of = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex')
 
 /** `normalized-name==version` → file name, for the pure-Python wheels in `dir` (highest build tag wins). */
 function listWheels(dir: string): Map<string, string> {

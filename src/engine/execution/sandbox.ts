@@ -57,8 +57,9 @@ class SandboxPool implements Sandbox {
     }
     this.pythonInterpreters = init.pythonInterpretersPerWorker ?? DEFAULT_PYTHON_INTERPRETERS_PER_WORKER
     if (!Number.isInteger(this.pythonInterpreters) || this.pythonInterpreters < 1) throw validationFailed('sandbox pythonInterpretersPerWorker must be an integer ≥ 1')
-    if (init.pythonWheelhouse !== undefined && (typeof init.pythonWheelhouse !== 'string' || init.pythonWheelhouse === '')) {
-      throw validationFailed('sandbox pythonWheelhouse must be a non-empty path')
+    for (const field of ['pythonWheelhouse', 'pythonWheelCache'] as const) {
+      const dir = init[field]
+      if (dir !== undefined && (typeof dir !== 'string' || dir === '')) throw validationFailed(`sandbox ${field} must be a non-empty path`)
     }
   }
 
@@ -151,7 +152,7 @@ class SandboxPool implements Sandbox {
       config: {
         maxWarmIsolates: this.init.maxWarmIsolatesPerWorker,
         maxPythonInterpreters: this.pythonInterpreters,
-        ...(this.init.pythonWheelhouse === undefined ? {} : { pythonWheelhouse: this.init.pythonWheelhouse }),
+        pythonWheelDirs: [this.init.pythonWheelhouse, this.init.pythonWheelCache].filter((d): d is string => d !== undefined),
       },
       killGraceMs: this.killGraceMs,
       pythonKillGraceMs: this.pythonKillGraceMs,

@@ -152,6 +152,11 @@ export interface SandboxInit {
    */
   pythonWheelhouse?: string
   /**
+   * Directory of wheels this node fetched from federation peers (each verified against its pin's
+   * sha256), read after the wheelhouse.
+   */
+  pythonWheelCache?: string
+  /**
    * Python interpreters a worker keeps warm, one per tenant (LRU; default 4). Tenants never share
    * an interpreter: a tenant's first Python call on a worker loads one (about a second).
    */

@@ -26,10 +26,10 @@ const EXIT_BAD_CONFIG = 78
 function readConfig(): WorkerConfig {
   try {
     const config = JSON.parse(process.argv[2] ?? '') as Partial<WorkerConfig>
-    const { maxWarmIsolates, maxPythonInterpreters, pythonWheelhouse } = config
+    const { maxWarmIsolates, maxPythonInterpreters, pythonWheelDirs } = config
     const count = (n: unknown, min: number): n is number => typeof n === 'number' && Number.isInteger(n) && n >= min
-    if (count(maxWarmIsolates, 0) && count(maxPythonInterpreters, 1) && (pythonWheelhouse === undefined || typeof pythonWheelhouse === 'string')) {
-      return { maxWarmIsolates, maxPythonInterpreters, ...(pythonWheelhouse === undefined ? {} : { pythonWheelhouse }) }
+    if (count(maxWarmIsolates, 0) && count(maxPythonInterpreters, 1) && Array.isArray(pythonWheelDirs) && pythonWheelDirs.every((d) => typeof d === 'string')) {
+      return { maxWarmIsolates, maxPythonInterpreters, pythonWheelDirs }
     }
   } catch {
     // reported below
@@ -91,7 +91,7 @@ const config = readConfig()
 const warm = new LruCache<WarmEntry>(config.maxWarmIsolates, (_key, entry) => entry.dispose())
 const runtimes = new Map<LanguageFamily, LanguageRuntime>([
   ['js', new JsRuntime(warm, onCatastrophicError)],
-  ['python', new PythonRuntime(warm, { wheelhouse: config.pythonWheelhouse, maxInterpreters: config.maxPythonInterpreters })],
+  ['python', new PythonRuntime(warm, { wheelDirs: config.pythonWheelDirs, maxInterpreters: config.maxPythonInterpreters })],
 ])
 let busy = false
 

@@ -1,11 +1,14 @@
-import { SvcError, validationFailed } from '../../core/errors.js'
+import { isSvcError, SvcError, validationFailed } from '../../core/errors.js'
 import { requirePermission } from '../authz.js'
 import type { EventBus } from '../events.js'
 import { timeOrderedId } from '../ids.js'
 import type { SvcMetrics } from '../metrics.js'
 import { fullRufidOf, type FunctionRegistry, type FunctionTarget } from '../registry/function-registry.js'
 import type { CatalogStore } from '../storage/catalog-store.js'
-import type { ExecutionLimits, PipPin, Sandbox } from '../execution/index.js'
+import type { ExecutionLimits, PipPin, Sandbox, SandboxOutcome } from '../execution/index.js'
+import { sandboxFamilyOf } from '../execution/languages.js'
+import { failedOutcome } from '../execution/outcome.js'
+import type { WheelProvisioner } from './wheel-provisioner.js'
 import type { ExecutionRecord, ExecutionStatus, FunctionStats, FunctionVersion, Principal } from '../types.js'
 
 /** Per-execution limits (the sandbox's own type). */
@@ -27,6 +30,8 @@ export interface ExecutionServiceComponents {
   sandbox: SandboxPort
   metrics: SvcMetrics
   events: EventBus
+  /** fetches a Python function's pinned wheels this node lacks from federation peers */
+  wheels?: Pick<WheelProvisioner, 'provide'>
 }
 
 const EXECUTION_ID = /^ex_[0-9A-HJKMNP-TV-Z]{26}$/
@@ -98,6 +103,19 @@ export class ExecutionService {
     await Promise.allSettled([...this.background])
   }
 
+  /** A failed outcome when a pinned wheel stays unavailable (before any code runs), else undefined. */
+  private async provideWheels(fn: FunctionVersion): Promise<SandboxOutcome | undefined> {
+    const pins = pipPinsOf(fn)
+    if (this.c.wheels === undefined || pins.length === 0) return undefined
+    try {
+      await this.c.wheels.provide(pins)
+      return undefined
+    } catch (err) {
+      if (!isSvcError(err)) throw err
+      return failedOutcome('error', err, 0)
+    }
+  }
+
   private recordBase(principal: Principal, fn: FunctionVersion, execution_id: string) {
     return {
       execution_id,
@@ -116,7 +134,7 @@ export class ExecutionService {
     const execution_id = id ?? timeOrderedId('ex_')
     const started_at = new Date().toISOString()
     const language = fn.language.toLowerCase()
-    const outcome = await this.c.sandbox.execute({
+    const outcome = await this.provideWheels(fn) ?? await this.c.sandbox.execute({
       key: `${fn.tenant_id}/${fn.rufid_short}/v${fn.version}`,
       tenant: fn.tenant_id,
       language: fn.language,
@@ -229,6 +247,7 @@ function normalizeArguments(args: unknown): Record<string, unknown> | unknown[] 
 }
 
 function pipPinsOf(fn: FunctionVersion): PipPin[] {
+  if (sandboxFamilyOf(fn.language) !== 'python') return []
   const deps = (fn.lockfile as { dependencies?: { pip?: unknown } } | null)?.dependencies
   return Array.isArray(deps?.pip) ? (deps.pip as PipPin[]) : []
 }

@@ -14,8 +14,27 @@ export class NoMatchingReleaseError extends Error {
 
 type RequestOptions = Omit<IndexRequestOptions, 'accept'>
 
+interface PypiFile {
+  filename?: unknown
+  yanked?: boolean
+  digests?: { sha256?: unknown }
+}
+
 interface PypiProject {
-  releases?: Record<string, Array<{ yanked?: boolean }> | undefined>
+  releases?: Record<string, PypiFile[] | undefined>
+}
+
+const PURE_WHEEL = /-(?:py3|py2\.py3)-none-any\.whl$/
+
+/** The sha256 of a release's pure-Python wheel (not yanked) as the index lists it. */
+function pureWheelSha256(files: PypiFile[] | undefined): string | undefined {
+  for (const f of Array.isArray(files) ? files : []) {
+    const sha = f?.digests?.sha256
+    if (typeof f?.filename === 'string' && PURE_WHEEL.test(f.filename) && f.yanked !== true && typeof sha === 'string' && /^[0-9a-f]{64}$/i.test(sha)) {
+      return sha.toLowerCase()
+    }
+  }
+  return undefined
 }
 
 /**
@@ -52,7 +71,8 @@ export async function resolvePip(req: PipRequirement, indexUrl: string, o: Reque
       ? `${name} has no installable release on ${indexUrl}`
       : `no release of ${name} on ${indexUrl} satisfies ${JSON.stringify(spec)}`)
   }
-  return { name, version: best, source: indexUrl }
+  const sha256 = pureWheelSha256(doc.releases[best])
+  return { name, version: best, source: indexUrl, ...(sha256 === undefined ? {} : { sha256 }) }
 }
 
 interface NpmPackument {

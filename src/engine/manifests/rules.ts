@@ -107,7 +107,7 @@ const byName = (a: PinnedDependency, b: PinnedDependency): number => compareCode
 /** The lockfile with each dependency list sorted by name (system: sorted, duplicates dropped); members in a fixed order. */
 export function sortedLockfile(lock: FunctionLockfile): FunctionLockfile {
   const deps = lock.dependencies
-  const pin = (d: PinnedDependency): PinnedDependency => ({ name: d.name, version: d.version, source: d.source })
+  const pin = (d: PinnedDependency): PinnedDependency => ({ name: d.name, version: d.version, source: d.source, ...(d.sha256 === undefined ? {} : { sha256: d.sha256 }) })
   return {
     schemaVersion: lock.schemaVersion,
     generated_at: lock.generated_at,

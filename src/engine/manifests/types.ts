@@ -32,6 +32,12 @@ export interface PinnedDependency {
   name: string
   version: string
   source: string
+  /**
+   * pip: SHA-256 hex of the version's pure-Python wheel as the index lists it (absent when the
+   * index lists none). A node installs only a wheel with this hash, and may then fetch it from a
+   * federation peer.
+   */
+  sha256?: string
 }
 
 export interface FunctionLockfile {

@@ -33,4 +33,9 @@ export interface FederationPort {
   sync(batch: Partial<SyncBatch>): Promise<SyncBatch>
   /** fetches code this node lacks from a provider (digest-checked); 2001 when none can be reached */
   fetchCode?(tenant: string, short: string, version: number, contentDigest: string): Promise<string>
+  /**
+   * fetches a pinned wheel from a member that provides a wheel with `pin.sha256`; the bytes it
+   * resolves with hash to it. Throws when no provider serves one.
+   */
+  fetchWheel?(pin: { name: string; version: string; sha256: string }): Promise<{ filename: string; bytes: Uint8Array }>
 }
