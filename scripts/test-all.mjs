@@ -91,13 +91,22 @@ if (existsSync(join(root, 'clients/go'))) {
   console.log('\n=== go test (clients/go)')
   const r = spawnSync('go', ['test', '-json', '-count=1', './...'], { cwd: join(root, 'clients/go'), encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 })
   let counted = 0
+  // each test's own output, printed in full when that test fails (so CI shows why, not only which)
+  const outputOf = new Map()
   for (const line of (r.stdout ?? '').split('\n')) {
     if (!line.startsWith('{')) continue
     const ev = JSON.parse(line)
-    if (ev.Action === 'output' && ev.Output) process.stdout.write(ev.Output.includes('--- FAIL') || ev.Output.startsWith('ok') || ev.Output.startsWith('FAIL') ? ev.Output : '')
+    if (ev.Action === 'output' && ev.Output) {
+      if (ev.Test) outputOf.set(ev.Test, (outputOf.get(ev.Test) ?? '') + ev.Output)
+      else if (ev.Output.startsWith('ok') || ev.Output.startsWith('FAIL')) process.stdout.write(ev.Output)
+    }
     if (!ev.Test) continue
     if (ev.Action === 'pass') { totals.passed++; counted++ }
-    if (ev.Action === 'fail') { totals.failed++; counted++ }
+    if (ev.Action === 'fail') {
+      totals.failed++
+      counted++
+      process.stdout.write(outputOf.get(ev.Test) ?? `--- FAIL: ${ev.Test}\n`)
+    }
     if (ev.Action === 'skip') { totals.skipped++; counted++ }
   }
   if (r.stderr) process.stderr.write(r.stderr)
