@@ -24,6 +24,8 @@ __all__ = [
     "RufidCollisionError",
     "FederationUnreachableError",
     "SyncConflictError",
+    "InternalError",
+    "ServiceUnavailableError",
     "ConnectionError",
     "ERROR_CLASSES",
     "error_class_for",
@@ -155,6 +157,21 @@ class SyncConflictError(SvcError):
     name = "SYNC_CONFLICT"
 
 
+class InternalError(SvcError):
+    """1009 INTERNAL_ERROR (a daemon addition, HTTP 500): the node failed, not the request."""
+
+    code = 1009
+    name = "INTERNAL_ERROR"
+
+
+class ServiceUnavailableError(SvcError):
+    """1010 SERVICE_UNAVAILABLE (a daemon addition, HTTP 503): the node is starting, stopping or
+    saturated (its sandbox queue is full); ``retry_after`` holds the seconds it suggests waiting."""
+
+    code = 1010
+    name = "SERVICE_UNAVAILABLE"
+
+
 class ConnectionError(SvcError):  # noqa: A001 - exported as svc.ConnectionError on purpose
     """The node could not be reached (refused, DNS, TLS, timeout...). ``code`` is None."""
 
@@ -167,7 +184,7 @@ ERROR_CLASSES: Dict[int, Type[SvcError]] = {
     for cls in (
         InvalidRufidError, RufidNotFoundError, PermissionDeniedError, ExecutionTimeoutError,
         RateLimitedError, ValidationError, ExecutionFailedError, RufidCollisionError,
-        FederationUnreachableError, SyncConflictError,
+        FederationUnreachableError, SyncConflictError, InternalError, ServiceUnavailableError,
     )
 }
 

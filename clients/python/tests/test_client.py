@@ -279,6 +279,8 @@ ERRORS = [
     (1008, "RUFID_COLLISION", 409, svc.RufidCollisionError),
     (2001, "FEDERATION_UNREACHABLE", 502, svc.FederationUnreachableError),
     (2002, "SYNC_CONFLICT", 409, svc.SyncConflictError),
+    (1009, "INTERNAL_ERROR", 500, svc.InternalError),
+    (1010, "SERVICE_UNAVAILABLE", 503, svc.ServiceUnavailableError),
 ]
 
 
@@ -298,11 +300,12 @@ def test_error_codes_map_to_classes(node, client, code, name, status, cls):
 
 
 def test_unknown_code_is_plain_svc_error(node, client):
-    node.reply("GET", "/api/v1/functions/%s" % SHORT, 500, error_body(1009, "INTERNAL_ERROR", "oops"))
+    # a code from a newer node this client does not know yet
+    node.reply("GET", "/api/v1/functions/%s" % SHORT, 500, error_body(1099, "SOMETHING_NEW", "oops"))
     with pytest.raises(svc.SvcError) as info:
         client.get_function(SHORT)
     assert type(info.value) is svc.SvcError
-    assert info.value.code == 1009 and info.value.name == "INTERNAL_ERROR" and info.value.http_status == 500
+    assert info.value.code == 1099 and info.value.name == "SOMETHING_NEW" and info.value.http_status == 500
 
 
 def test_permission_denied_401_vs_403(node, client):
