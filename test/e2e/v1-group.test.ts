@@ -123,4 +123,42 @@ describe('/v1 group', () => {
       expect((await call(api(`/v1/telemetry/functions/${id}?window=${bad}`), 'GET')).status, bad).toBe(400)
     }
   })
+
+  it('publishes with a manifest and lockfile validated as core create validates them; refuses unknown fields (1006) and stores nothing', async () => {
+    type ErrorBody = { error: { code: number; message: string; details: { problems?: Array<{ pointer: string; message: string }> } } }
+    const source = b64('function cube(x) {\n  return x * x * x\n}\n')
+    // system packages only: the lockfile is generated without asking any package index
+    const manifest = { schemaVersion: '1.0', name: 'cube', entrypoint: 'main:cube', runtime: { language: 'javascript', version: '20' }, dependencies: { system: ['zlib'] } }
+    const stored = async (): Promise<string[]> =>
+      (await call<{ items: Array<{ function_name: string }> }>(api('/api/v1/functions?search=cube&limit=500'), 'GET')).body.items.map((f) => f.function_name)
+
+    const bogus = await call<ErrorBody>(api('/v1/functions'), 'POST', { name: 'cube', runtime: 'node20', source, manifest: { bogus: true } })
+    expect(bogus.status).toBe(422)
+    expect(bogus.body.error.code).toBe(1006)
+    expect(bogus.body.error.details.problems!.map((p) => p.pointer)).toEqual(expect.arrayContaining(['/manifest/schemaVersion', '/manifest/name', '/manifest/bogus']))
+    const misnamed = await call<ErrorBody>(api('/v1/functions'), 'POST', { name: 'cube', runtime: 'node20', source, manifest: { ...manifest, name: 'square' } })
+    expect(misnamed.status).toBe(422)
+    expect(misnamed.body.error.details.problems).toEqual([{ pointer: '/manifest/name', message: 'must equal the function name "cube"' }])
+    const lockfile = {
+      schemaVersion: '1.0', generated_at: '2025-01-01T00:00:00.000Z', generator: 'test', manifest_digest: '0'.repeat(64), dependencies: { system: ['zlib'] },
+    }
+    const mismatched = await call<ErrorBody>(api('/v1/functions'), 'POST', { name: 'cube', runtime: 'node20', source, manifest, lockfile })
+    expect(mismatched.status).toBe(422)
+    expect(mismatched.body.error.details.problems!.map((p) => p.pointer)).toEqual(['/lockfile/manifest_digest'])
+    const unknown = await call<ErrorBody>(api('/v1/functions'), 'POST', { name: 'cube', runtime: 'node20', source, manifests: manifest, extra: 1 })
+    expect(unknown.status).toBe(400)
+    expect(unknown.body.error.code).toBe(1006)
+    expect(unknown.body.error.message).toMatch(/^invalid publish request: \/manifests is not a known field/)
+    expect(unknown.body.error.details.problems).toEqual([{ pointer: '/manifests', message: 'is not a known field' }, { pointer: '/extra', message: 'is not a known field' }])
+    expect(await stored()).toEqual([])
+
+    const manifestText = JSON.stringify(manifest, null, 4) + '\n'
+    const pub = await call(api('/v1/functions'), 'POST', { name: 'cube', runtime: 'node20', source, manifest, manifest_text: manifestText })
+    expect(pub.status).toBe(201)
+    const resolved = await call(api('/api/v1/functions/resolve'), 'POST', { rufid: pub.body.rufid_short })
+    expect(resolved.body.manifest).toEqual(manifest)
+    expect(resolved.body.manifest_text).toBe(manifestText)
+    expect(resolved.body.lockfile).toMatchObject({ schemaVersion: '1.0', dependencies: { system: ['zlib'] } })
+    expect(await stored()).toEqual(['cube'])
+  })
 })

@@ -8,6 +8,19 @@ const LANGUAGE = /^[A-Za-z][A-Za-z0-9+#._-]{0,31}$/
 /** Longest manifest_text / lockfile_text (a request body is capped at 1 MiB anyway). */
 export const MAX_FILE_TEXT = 1024 * 1024
 
+/**
+ * The manifest and lockfile of a create or publish request (validated by the ManifestService):
+ * the objects, and optionally the files' exact text, which export returns byte for byte.
+ */
+export const manifestFields = {
+  manifest: z.record(z.string(), z.unknown()).nullable().optional(),
+  lockfile: z.record(z.string(), z.unknown()).nullable().optional(),
+  /** function.svc.json exactly as written (must parse to `manifest`) */
+  manifest_text: z.string().max(MAX_FILE_TEXT).nullable().optional(),
+  /** function.lock.json exactly as written (must parse to `lockfile`) */
+  lockfile_text: z.string().max(MAX_FILE_TEXT).nullable().optional(),
+}
+
 export interface CreateInputLimits {
   maxSourceBytes: number
 }
@@ -25,12 +38,7 @@ export function createInputSchema(limits: CreateInputLimits) {
     language: z.string().regex(LANGUAGE, 'must be a language name such as python, javascript or typescript'),
     description: z.string().max(4096).optional(),
     tags: z.array(z.string().regex(TAG, 'tags are 1–64 letters, digits or _.:+#-')).max(32).optional(),
-    manifest: z.record(z.string(), z.unknown()).nullable().optional(),
-    lockfile: z.record(z.string(), z.unknown()).nullable().optional(),
-    /** function.svc.json exactly as written (must parse to `manifest`): export returns these bytes */
-    manifest_text: z.string().max(MAX_FILE_TEXT).nullable().optional(),
-    /** function.lock.json exactly as written (must parse to `lockfile`) */
-    lockfile_text: z.string().max(MAX_FILE_TEXT).nullable().optional(),
+    ...manifestFields,
     limits: z
       .object({
         timeout_ms: z.number().int().positive().optional(),

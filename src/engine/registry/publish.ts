@@ -2,19 +2,25 @@ import { z } from 'zod'
 import { validationFailed } from '../../core/errors.js'
 import { signatureFromSource } from '../executions/native-execution.js'
 import type { Principal } from '../types.js'
-import { parseOrThrow } from '../validation.js'
+import { jsonPointer, parseOrThrow } from '../validation.js'
+import { FUNCTION_NAME, manifestFields } from './create-input.js'
 import type { CreateResult, FunctionRegistry } from './function-registry.js'
 
-/** `/v1` publish (service-spec §2.3): runtime is a language plus version, e.g. `node20`, `python3.11`. */
+/**
+ * `/v1` publish (service-spec §2.3): runtime is a language plus version, e.g. `node20`,
+ * `python3.11`; optionally a manifest and lockfile, validated as core create validates them. Any
+ * other field is refused (1006), never silently dropped.
+ */
 export const publishInputSchema = z.object({
-  name: z.string().min(1).max(128),
+  name: z.string().regex(FUNCTION_NAME, 'must be an identifier of at most 128 characters'),
   runtime: z.string().regex(/^(node|nodejs|javascript|js|typescript|ts|python)(-?[0-9]+(\.[0-9]+)*)?$/i, 'must be a runtime such as node20, typescript5 or python3.11'),
   source: z.string().min(1, 'must be base64-encoded source'),
   description: z.string().max(4096).optional(),
   tags: z.array(z.string()).max(32).optional(),
   /** optional: read from the source when absent */
   signature: z.string().max(1024).optional(),
-})
+  ...manifestFields,
+}).strict()
 
 export function languageOfRuntime(runtime: string): string {
   const family = /^[a-z]+/i.exec(runtime)![0]!.toLowerCase()
@@ -25,6 +31,14 @@ export function languageOfRuntime(runtime: string): string {
 
 /** Decodes a publish request and creates the function through the registry. */
 export async function publishFunction(functions: FunctionRegistry, principal: Principal, raw: unknown): Promise<CreateResult> {
+  const unknown = raw !== null && typeof raw === 'object' && !Array.isArray(raw)
+    ? Object.keys(raw).filter((k) => !Object.hasOwn(publishInputSchema.shape, k))
+    : []
+  if (unknown.length > 0) {
+    // named one by one (zod's strict check reports them all at the root)
+    const problems = unknown.map((k) => ({ pointer: jsonPointer([k]), message: 'is not a known field' }))
+    throw validationFailed(`invalid publish request: ${problems[0]!.pointer} is not a known field (known: ${Object.keys(publishInputSchema.shape).join(', ')})`, problems)
+  }
   const input = parseOrThrow(publishInputSchema, raw, 'publish request')
   const text = input.source.replace(/\s+/g, '')
   if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(text) || text.length % 4 === 1) {
@@ -39,5 +53,9 @@ export async function publishFunction(functions: FunctionRegistry, principal: Pr
     signature: input.signature ?? signatureFromSource(source_code, input.name, language),
     description: input.description,
     tags: input.tags,
+    manifest: input.manifest,
+    lockfile: input.lockfile,
+    manifest_text: input.manifest_text,
+    lockfile_text: input.lockfile_text,
   })
 }
