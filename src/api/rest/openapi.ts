@@ -1,5 +1,7 @@
 import { z } from 'zod'
+import { MAX_BRANCH_KEY_LENGTH, MIN_BRANCH_KEY_LENGTH } from '../../engine/branches/branch-keys.js'
 import { createInputSchema, mintRequestSchema, publishInputSchema } from '../../engine/index.js'
+import { branchNameSchema, executeRequestSchema, invokeRequestSchema, resolveRequestSchema } from './routes/request-schemas.js'
 
 export interface OpenApiInit {
   maxSourceBytes: number
@@ -22,6 +24,7 @@ const resolution = z.object({
   function_id: z.string(), rufid: z.string(), rufid_short: z.string(), version: z.string(), accessible: z.boolean(), cached: z.boolean(),
   resolution_time_ms: z.number(), content_digest: z.string(), function_name: z.string(), signature: z.string(), language: z.string(),
   created_at: z.string(), manifest: z.record(z.string(), z.unknown()).nullable(), lockfile: z.record(z.string(), z.unknown()).nullable(),
+  manifest_text: z.string().nullable().describe('the manifest as published (exact bytes)'), lockfile_text: z.string().nullable(),
 })
 const metadata = z.object({
   rufid: z.string(), full_rufid: z.string(), function_name: z.string(), signature: z.string(), language: z.string(), version: z.string(),
@@ -48,60 +51,178 @@ const search = z.object({
   items: z.array(metadata), pagination,
   aggregations: z.object({ language: z.record(z.string(), z.number()), tags: z.record(z.string(), z.number()), author: z.record(z.string(), z.number()) }),
 })
-const resolveRequest = z.object({ rufid: z.string().describe('short (12 characters) or full RUFID'), version: z.string().regex(/^v[1-9][0-9]*$/).optional() })
-const executeRequest = z.object({ arguments: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(), version: z.string().optional() })
+const head = z.object({
+  function_name: z.string(), branch: z.string(), version: z.string(), rufid: z.string(), rufid_short: z.string(),
+  created_at: z.string(), updated_at: z.string(), updated_by: z.string(),
+})
+const deployed = creation.extend({
+  function_name: z.string(), branch: z.string(), branch_created: z.boolean(), branch_key: z.string().optional().describe('only when the branch was created; shown once'),
+  moved: z.boolean(), previous_version: z.string().nullable(), head,
+  manifest: z.record(z.string(), z.unknown()).nullable(), lockfile: z.record(z.string(), z.unknown()).nullable(),
+})
+const versions = z.object({
+  function_name: z.string(),
+  versions: z.array(z.object({
+    version: z.string(), rufid: z.string(), rufid_short: z.string(), content_digest: z.string(), created_at: z.string(), author: z.string(),
+    deleted_at: z.string().optional(), manifest_snapshot: z.object({ manifest: z.unknown(), lockfile: z.unknown() }), branches: z.array(z.unknown()),
+  })),
+  heads: z.array(head),
+})
+const exported = z.object({
+  rufid: z.string(), version: z.string(), function_name: z.string(),
+  manifest: z.record(z.string(), z.unknown()).nullable(), lockfile: z.record(z.string(), z.unknown()).nullable(),
+})
+/** What a deploy body adds to a create body (the engine's deploy schema, from the same rules). */
+const branchFields = {
+  branch: branchNameSchema.optional().describe('default main'),
+  branch_key: z.string().min(MIN_BRANCH_KEY_LENGTH).max(MAX_BRANCH_KEY_LENGTH).nullable().optional()
+    .describe('required to move an existing branch; a new branch gets this key, or a minted one'),
+}
+// Federation validates these itself (documentation only).
+const nodeInfo = z.object({
+  node_id: z.string(), endpoint: z.string(),
+  capabilities: z.object({ languages: z.array(z.string()), max_concurrent: z.number().int(), protocols: z.array(z.string()) }),
+  self: z.boolean(), verified_at: z.string().nullable(),
+})
+const registration = z.object({
+  node_id: z.string().describe('libp2p PeerId'), endpoint: z.string(),
+  capabilities: z.object({ languages: z.array(z.string()), max_concurrent: z.number().int(), protocols: z.array(z.string()) }).partial().optional(),
+  auth: z.object({ certificate: z.string().describe('PEM node certificate issued by the federation CA, binding node_id'), public_key: z.string().optional() }),
+})
+const syncBatch = z.object({
+  added: z.array(z.record(z.string(), z.unknown())), updated: z.array(z.record(z.string(), z.unknown())), deleted: z.array(z.record(z.string(), z.unknown())),
+  timestamp: z.string(), vector: z.record(z.string(), z.number()).describe('origin → highest sequence seen'),
+})
+const discovery = z.object({
+  rufid: z.string(), rufid_short: z.string(), content_digest: z.string().nullable(), function_name: z.string().nullable(), versions: z.array(z.string()),
+  nodes: z.array(z.object({ node_id: z.string(), endpoint: z.string(), source: z.enum(['self', 'dht', 'catalog']) })),
+})
+// The native route (routes/auth.ts) hands its body to the engine unchecked (documentation only).
 const nativeRequest = z.object({
-  rufid: z.string(), function_name: z.string(), namespace: z.string().optional(), source_code: z.string().optional(),
-  input_data: z.record(z.string(), z.unknown()).optional(), signature: z.string().optional(), language: z.string().optional(),
+  rufid: z.string().describe('rufid:<hash>, the short or the full RUFID'), function_name: z.string().optional(), namespace: z.string().optional(),
+  source_code: z.string().optional().describe('registers the function when the RUFID is unknown and the source hashes to it'),
+  input_data: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(), signature: z.string().optional(), language: z.string().optional(),
+})
+const graphqlRequest = z.object({ query: z.string(), variables: z.record(z.string(), z.unknown()).nullable().optional(), operationName: z.string().nullable().optional() })
+const graphqlResponse = z.object({
+  data: z.record(z.string(), z.unknown()).nullable().optional(),
+  errors: z.array(z.object({ message: z.string(), path: z.array(z.union([z.string(), z.number()])).optional(), extensions: z.object({ code: z.number().int(), name: z.string(), details: z.record(z.string(), z.unknown()) }) })).optional(),
 })
 
 const ERROR_RESPONSES = {
   '400': 'malformed RUFID (1001) or request (1006)', '401': 'no or invalid credentials (1003)', '403': 'permission denied (1003)',
-  '404': 'not found (1002)', '413': 'body over the size limit (1006)', '429': 'rate limited (1005), see Retry-After',
+  '404': 'not found (1002)', '408': 'execution timeout (1004)', '409': 'RUFID collision (1008) or sync conflict (2002)',
+  '413': 'body over the size limit (1006)', '422': 'invalid manifest or lockfile (1006), or the function failed (1007)',
+  '429': 'rate limited (1005), see Retry-After', '502': 'federation unreachable (2001)', '503': 'draining or overloaded (1010)',
 }
 
-type Op = { summary: string; request?: z.ZodType | Record<string, unknown>; response: z.ZodType; status?: string; query?: string[]; auth?: boolean }
+type Op = {
+  summary: string
+  request?: z.ZodType | Record<string, unknown>
+  response: z.ZodType | { contentType: string; schema: Record<string, unknown> }
+  status?: string
+  query?: string[]
+  auth?: boolean
+  /** a path parameter's schema, when it has one beyond "a string" */
+  params?: Record<string, z.ZodType>
+}
 
-/** The OpenAPI 3.1 description of the REST surface; request bodies come from the validating schemas. */
+/**
+ * The OpenAPI 3.1 description of everything this node answers over HTTP: every route registered
+ * on the REST app's Koa router (test/e2e/openapi.test.ts compares them, so a new route without a
+ * description fails), plus `/graphql` and the `/ws` WebSocket upgrade mounted beside the router.
+ * Request bodies are the schemas that validate them (the engine's, or routes/request-schemas.ts);
+ * only the federation and native-execution bodies, checked by code elsewhere, are described by hand.
+ */
 export function buildOpenApi(init: OpenApiInit): Record<string, unknown> {
   const body = (s: z.ZodType | Record<string, unknown>) => ({ required: true, content: { 'application/json': { schema: s instanceof z.ZodType ? json(s) : s } } })
+  const createRequest = createInputSchema({ maxSourceBytes: init.maxSourceBytes })
+  const rufidParam = { rufid: z.string().describe('short or full RUFID') }
   const ops: Record<string, Record<string, Op>> = {
-    '/api/v1/functions/create': { post: { summary: 'Create a function (201; 200 when identical content exists)', request: createInputSchema({ maxSourceBytes: init.maxSourceBytes }), response: creation, status: '201' } },
-    '/api/v1/functions/resolve': { post: { summary: 'Resolve a RUFID', request: resolveRequest, response: resolution } },
-    '/api/v1/functions/{rufid}/execute': { post: { summary: 'Execute a function', request: executeRequest, response: execution } },
+    '/api/v1/functions/create': { post: { summary: 'Create a function (201; 200 when identical content exists)', request: createRequest, response: creation, status: '201' } },
+    '/api/v1/functions/resolve': { post: { summary: 'Resolve a RUFID', request: resolveRequestSchema, response: resolution } },
+    '/api/v1/functions/{rufid}/execute': { post: { summary: 'Execute a function', request: executeRequestSchema, response: execution, params: rufidParam } },
     '/api/v1/functions': { get: { summary: 'List functions', response: z.object({ items: z.array(metadata), pagination }), query: ['search', 'tags', 'limit', 'offset'] } },
     '/api/v1/functions/{rufid}': {
-      get: { summary: 'Function metadata with usage metrics', response: metadata, query: ['version'] },
-      delete: { summary: 'Delete (tombstone) a version or every live version of a hash', response: z.object({ deleted: z.array(z.string()) }), query: ['version'] },
+      get: { summary: 'Function metadata with usage metrics', response: metadata, query: ['version'], params: rufidParam },
+      delete: { summary: 'Delete (tombstone) a version or every live version of a hash', response: z.object({ deleted: z.array(z.string()) }), query: ['version'], params: rufidParam },
     },
+    '/api/v1/functions/deploy': {
+      post: {
+        summary: 'Publish a function and point a branch at it (201 when something was created); a new branch gets a key, shown once',
+        request: createRequest.extend(branchFields),
+        response: deployed, status: '201',
+      },
+    },
+    '/api/v1/functions/branches': { get: { summary: 'Branch heads of the tenant, or of one lineage', response: z.object({ items: z.array(head) }), query: ['function_name'] } },
+    '/api/v1/functions/branches/{branch}/invoke': {
+      post: {
+        summary: 'Run the version a branch head points at', request: invokeRequestSchema, params: { branch: branchNameSchema },
+        response: execution.extend({ rufid: z.string(), version: z.string(), branch: z.string(), function_name: z.string() }),
+      },
+    },
+    '/api/v1/functions/{rufid}/versions': { get: { summary: 'The version ledger of the lineage of a RUFID, with its branch heads', response: versions, params: rufidParam } },
+    '/api/v1/functions/{rufid}/export': { get: { summary: 'Manifest and lockfile of a version', response: exported, query: ['version'], params: rufidParam } },
     '/api/v1/auth/v2/api-keys': {
       post: { summary: 'Mint an API key (admin); the key is shown once', request: mintRequestSchema({ defaultExpiresDays: 90, maxExpiresDays: init.maxExpiresDays }), response: minted, status: '201' },
       get: { summary: "The tenant's API keys without secrets (admin)", response: z.object({ items: z.array(minted.omit({ api_key: true })) }) },
     },
-    '/api/v1/auth/v2/api-keys/{key_id}': { delete: { summary: 'Revoke an API key (admin)', response: z.object({ key_id: z.string(), revoked_at: z.string() }) } },
+    '/api/v1/auth/v2/api-keys/{keyId}': { delete: { summary: 'Revoke an API key (admin)', response: z.object({ key_id: z.string(), revoked_at: z.string() }) } },
     '/api/v1/execution/execute': { post: { summary: 'Native test-mode execution (service-spec §4.3)', request: nativeRequest, response: execution.extend({ rufid: z.string(), registered: z.boolean() }) } },
-    '/api/v1/audit': { get: { summary: "The admin tenant's audit entries", response: z.object({ items: z.array(z.record(z.string(), z.unknown())), next_cursor: z.string().nullable() }), query: ['from', 'to', 'operation', 'rufid', 'limit', 'cursor'] } },
+    '/api/v1/audit': { get: { summary: 'Audit entries: an admin reads its tenant, an operator (admin of the admin tenant) any', response: z.object({ items: z.array(z.record(z.string(), z.unknown())), next_cursor: z.string().nullable() }), query: ['from', 'to', 'tenant', 'operation', 'rufid', 'limit', 'cursor'] } },
+    '/api/v1/federation/nodes': {
+      post: { summary: 'Register a node by its federation certificate (2001 when this node has no federation)', request: registration, response: z.object({ nodes: z.array(nodeInfo) }), status: '201' },
+      get: { summary: 'Federation members', response: z.object({ node_id: z.string(), nodes: z.array(nodeInfo) }) },
+    },
+    '/api/v1/federation/discover/{rufid}': { get: { summary: 'Nodes that provide a RUFID (DHT and catalog)', response: discovery, params: rufidParam } },
+    '/api/v1/federation/sync': { post: { summary: "Incremental sync (admin): applies the caller's changes, answers this node's above its vector", request: syncBatch, response: syncBatch } },
+    '/api/v1/federation/catalog/digest': { get: { summary: 'Digest of the replicated catalog, to compare nodes', response: z.object({ digest: z.string(), entries: z.number().int(), vector: z.record(z.string(), z.number()) }), auth: false } },
+    '/api/v1/federation/conflicts': { get: { summary: 'Recorded catalog conflicts (admins see every tenant)', response: z.object({ items: z.array(z.record(z.string(), z.unknown())) }) } },
     '/v1/functions': { post: { summary: 'Publish base64 source for a runtime', request: publishInputSchema, response: creation.pick({ rufid: true, rufid_short: true, version: true, import_statement: true, share_url: true }), status: '201' } },
-    '/v1/functions/{rufid}/executions': { post: { summary: 'Start an asynchronous execution; the body is the input', request: { type: 'object' }, response: z.object({ execution_id: z.string(), status: z.string() }), status: '202' } },
+    '/v1/functions/{rufid}/executions': { post: { summary: 'Start an asynchronous execution; the body is the input', request: {}, response: z.object({ execution_id: z.string(), status: z.string() }), status: '202', params: rufidParam } },
     '/v1/executions/{id}': { get: { summary: 'An execution record', response: record } },
     '/v1/executions/{id}/logs': { get: { summary: 'Console output of an execution', response: z.object({ execution_id: z.string(), status: z.string(), logs: record.shape.logs }) } },
     '/v1/marketplace/functions/search': { get: { summary: 'Full-text search with facets', response: search, query: ['q', 'language', 'tags', 'limit', 'offset'] } },
-    '/v1/telemetry/functions/{rufid}': { get: { summary: 'Latency, error rate and cost over a window', response: telemetry, query: ['window'] } },
+    '/v1/telemetry/functions/{rufid}': { get: { summary: 'Latency, error rate and cost over a window', response: telemetry, query: ['window'], params: rufidParam } },
     '/healthz': { get: { summary: 'Liveness', response: z.object({ status: z.string(), pid: z.number(), uptime_s: z.number() }), auth: false } },
-    '/readyz': { get: { summary: 'Readiness (503 while starting or draining)', response: z.object({ status: z.string() }), auth: false } },
+    '/readyz': { get: { summary: 'Readiness (503 while starting or draining)', response: z.object({ status: z.enum(['ready', 'starting', 'draining']) }), auth: false } },
+    '/metrics': {
+      get: {
+        summary: 'Prometheus metrics (server.metrics_access: public, admin credentials, or not served)',
+        response: { contentType: 'text/plain; version=0.0.4', schema: { type: 'string' } }, auth: false,
+      },
+    },
+    '/openapi.json': { get: { summary: 'This document', response: { contentType: 'application/json', schema: { type: 'object' } }, auth: false } },
+    '/graphql': {
+      get: { summary: 'GraphQL queries (service-spec §4.4) with query, variables and operationName as query parameters', response: graphqlResponse, query: ['query', 'variables', 'operationName'] },
+      post: {
+        summary: 'GraphQL operations; subscriptions stream as server-sent events with Accept: text/event-stream (graphql-ws over WebSocket on the same path)',
+        request: graphqlRequest, response: graphqlResponse,
+      },
+    },
+    '/ws': {
+      get: {
+        summary: 'WebSocket upgrade: execution and system events (JSON frames subscribe/unsubscribe/ping; credentials in Authorization or ?token=)',
+        response: { contentType: 'application/json', schema: {} }, status: '101', query: ['token', 'namespace'],
+      },
+    },
   }
   const paths: Record<string, Record<string, unknown>> = {}
   for (const [path, methods] of Object.entries(ops)) {
     paths[path] = {}
-    const params = [...path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }))
+    const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!)
     for (const [method, op] of Object.entries(methods)) {
+      const params = names.map((name) => ({ name, in: 'path', required: true, schema: op.params?.[name] ? json(op.params[name]) : { type: 'string' } }))
+      const success = op.response instanceof z.ZodType
+        ? { 'application/json': { schema: json(op.response) } }
+        : { [op.response.contentType]: { schema: op.response.schema } }
       paths[path][method] = {
         summary: op.summary,
         parameters: [...params, ...(op.query ?? []).map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } }))],
         ...(op.request ? { requestBody: body(op.request) } : {}),
         ...(op.auth === false ? { security: [] } : {}),
         responses: {
-          [op.status ?? '200']: { description: 'success', content: { 'application/json': { schema: json(op.response) } } },
+          [op.status ?? '200']: { description: op.status === '101' ? 'switching protocols' : 'success', content: success },
           ...Object.fromEntries(Object.entries(ERROR_RESPONSES).map(([code, description]) => [code, { description, content: { 'application/json': { schema: json(errorBody) } } }])),
         },
       }

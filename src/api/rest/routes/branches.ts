@@ -1,9 +1,10 @@
 import type { Router } from '@koa/router'
-import { BranchService, fullRufidOf, type BranchHead, type DeployResult } from '../../../engine/index.js'
+import { BranchService, fullRufidOf, requirePermission, type BranchHead, type DeployResult } from '../../../engine/index.js'
 import type { RestApiComponents, RestState } from '../app.js'
 import { principalOf } from '../app.js'
 import { creationBody, executionBody } from '../presenters.js'
 import { bodyOf, queryString } from '../request.js'
+import { invokeRequestSchema, parseRequest } from './request-schemas.js'
 
 /** A branch head as the REST door shows it (never the key hash). */
 function headBody(h: BranchHead): Record<string, unknown> {
@@ -62,7 +63,9 @@ export function registerBranchRoutes(router: Router<RestState>, { engine }: Rest
   router.post('/api/v1/functions/branches/:branch/invoke', async (ctx) => {
     ctx.state.operation = 'rufid.invoke'
     const principal = await principalOf(ctx, engine)
+    requirePermission(principal, 'rufid.execute')
     const body = bodyOf(ctx)
+    parseRequest(invokeRequestSchema, body, 'invoke request')
     const { head, record } = await branches.invoke(principal, body.function_name, ctx.params.branch, body.arguments)
     ctx.state.rufid = record.rufid
     ctx.body = { ...executionBody(record), rufid: record.rufid, version: `v${head.version}`, branch: head.branch, function_name: head.function_name }

@@ -3,7 +3,7 @@ import type { RestApiComponents, RestState } from '../app.js'
 import { principalOf } from '../app.js'
 import { bodyOf, queryInt, queryString } from '../request.js'
 import { creationBody, executionBody, metadataBody, resolutionBody } from '../presenters.js'
-
+import { executeRequestSchema, parseRequest, resolveRequestSchema } from './request-schemas.js'
 
 /** The core group, service-spec §4.1, plus listing, metadata and deletion (§4.7 left them open). */
 export function registerFunctionRoutes(router: Router<RestState>, { engine }: RestApiComponents): void {
@@ -23,7 +23,9 @@ export function registerFunctionRoutes(router: Router<RestState>, { engine }: Re
     const principal = await principalOf(ctx, engine)
     const body = bodyOf(ctx)
     ctx.state.rufid = typeof body.rufid === 'string' ? body.rufid : undefined
+    // a malformed RUFID or version is 1001 (target), any other problem of the body 1006
     const target = functions.target(principal, body.rufid, body.version)
+    parseRequest(resolveRequestSchema, body, 'resolve request')
     ctx.body = resolutionBody(await functions.resolve(principal, target))
   })
 
@@ -33,6 +35,7 @@ export function registerFunctionRoutes(router: Router<RestState>, { engine }: Re
     const principal = await principalOf(ctx, engine)
     const body = bodyOf(ctx)
     const target = functions.target(principal, ctx.params.rufid, body.version)
+    parseRequest(executeRequestSchema, body, 'execute request')
     ctx.body = executionBody(await executions.execute(principal, target, body.arguments))
   })
 
