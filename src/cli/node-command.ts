@@ -1,7 +1,4 @@
 import { Command, InvalidArgumentError } from 'commander'
-import { ConfigError, loadConfig } from '../daemon/config.js'
-import { createDaemon } from '../daemon/daemon.js'
-import { createLogger } from '../daemon/logger.js'
 
 const port = (value: string): number => {
   const n = Number(value)
@@ -18,6 +15,10 @@ export function startCommand(): Command {
     .option('--data-dir <dir>', 'data directory (SVC_DATA_DIR)')
     .option('--config <file>', 'YAML file merged over the defaults (SVC_CONFIG)')
     .action(async (opts: { host?: string; port?: number; dataDir?: string; config?: string }) => {
+      // loaded here, not at the top: every other `svc` command starts without the daemon's modules
+      const [{ ConfigError, loadConfig }, { createDaemon }, { createLogger }] = await Promise.all([
+        import('../daemon/config.js'), import('../daemon/daemon.js'), import('../daemon/logger.js'),
+      ])
       const env = { ...process.env }
       if (opts.config) env.SVC_CONFIG = opts.config
       const overrides: Record<string, unknown> = {}

@@ -1,5 +1,4 @@
 import { Command } from 'commander'
-import { createAdminKeyOffline } from './admin-keys.js'
 import { functionsCommand } from './functions-command.js'
 import { keysCommand } from './keys-command.js'
 import { startCommand } from './node-command.js'
@@ -13,7 +12,8 @@ const program = new Command('svc').description('svc-node command line').version(
 program.addCommand(new Command('node').description('run and manage a node').addCommand(startCommand()))
 program.addCommand(rufidCommand())
 program.addCommand(functionsCommand())
-program.addCommand(keysCommand({ admin: createAdminKeyOffline }))
+// the offline handler (LevelDB, the node's config) is loaded only when `keys create --admin` runs
+program.addCommand(keysCommand({ admin: async (opts) => (await import('./admin-keys.js')).createAdminKeyOffline(opts) }))
 program.addCommand(federationCommand())
 
 await program.parseAsync(process.argv)
