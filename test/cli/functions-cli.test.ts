@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { call, removeDir, startDaemonProcess, type DaemonProcess } from '../fixtures/daemon-process.js'
+import { call, removeDir, startDaemonProcess, tempDataDir, type DaemonProcess } from '../fixtures/daemon-process.js'
 import { startPackageIndex, unreachableUrl, type PackageIndexServer } from '../fixtures/package-index.js'
 import { runSvc } from './run-svc.js'
 
@@ -71,7 +71,7 @@ describe('svc functions / svc keys against a node', () => {
     if (work) rmSync(work, { recursive: true, force: true })
   })
 
-  it('svc keys create / list / revoke (and --admin goes to the offline handler)', async () => {
+  it('svc keys create / list / revoke', async () => {
     const admin = ['--url', d.url, '--token', ADMIN]
     const created = await runSvc(['keys', 'create', '--name', 'dev', '--scopes', 'functions:create,functions:read,functions:execute,functions:delete', '--expires-days', '7', ...admin])
     expect(created.stderr).toBe('')
@@ -89,14 +89,35 @@ describe('svc functions / svc keys against a node', () => {
     expect(revoked.status).toBe(0)
     expect(revoked.stdout).toContain(`revoked ${spare.key_id}`)
 
-    const offline = await runSvc(['keys', 'create', '--admin', '--tenant', 'acme', '--data-dir', '/tmp/x'])
-    expect(offline.status).toBe(0)
-    expect(offline.stdout).toMatch(/^admin handler: /)
-    expect(offline.stdout).toContain('"tenant":"acme"')
 
     const denied = await runSvc(['keys', 'list', '--url', d.url, '--token', devKey])
     expect(denied.status).toBe(1)
     expect(denied.stderr).toMatch(/^error 1003 PERMISSION_DENIED: /)
+  })
+
+  it('svc keys create --admin mints an administrator key offline that a node then accepts', async () => {
+    const dataDir = tempDataDir()
+    let node: DaemonProcess | undefined
+    try {
+      const offline = await runSvc(['keys', 'create', '--admin', '--tenant', 'acme', '--name', 'first', '--data-dir', dataDir, '--json'])
+      expect(offline.stderr).toBe('')
+      expect(offline.status).toBe(0)
+      const minted = JSON.parse(offline.stdout) as { api_key: string; key_id: string; tenant_id: string; scopes: string[] }
+      expect(minted).toMatchObject({ tenant_id: 'acme', scopes: ['admin'] })
+
+      node = await startDaemonProcess({ dataDir, env: { AUTH_PROVIDER: 'standard' } })
+      const listed = await runSvc(['keys', 'list', '--json', '--url', node.url, '--token', minted.api_key])
+      expect(listed.stderr).toBe('')
+      expect(listed.status).toBe(0)
+      expect(listed.stdout).toContain(minted.key_id)
+      // a running node holds its data directory: the offline path refuses and says why
+      const busy = await runSvc(['keys', 'create', '--admin', '--tenant', 'acme', '--data-dir', dataDir])
+      expect(busy.status).not.toBe(0)
+      expect(busy.stderr).toContain('in use by a running node')
+    } finally {
+      await node?.stop()
+      removeDir(dataDir)
+    }
   })
 
   it('manifest install, deploy to staging twice, invoke the newest, refuse a wrong key, export both files byte for byte', async () => {

@@ -135,6 +135,18 @@ describe('svc functions manifest install / verify', () => {
 })
 
 describe('svc --help', () => {
+  it('runs the installed entry (bin/svc.js): every top-level command, and the package version', async () => {
+    const help = await runSvc(['--help'])
+    expect(help.stderr).toBe('')
+    expect(help.status).toBe(0)
+    expect(help.stdout).toMatch(/^Usage: svc /)
+    for (const c of ['node', 'rufid', 'functions', 'keys', 'federation']) expect(help.stdout).toMatch(new RegExp(`\\n  ${c} `))
+    const version = await runSvc(['--version'])
+    expect(version.status).toBe(0)
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+    expect(version.stdout.trim()).toBe(pkg.version)
+  })
+
   it('documents every functions and keys subcommand and its options', async () => {
     const top = await runSvc(['functions', '--help'])
     expect(top.status).toBe(0)

@@ -3,8 +3,8 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-/** the functions and keys commands as built in dist/ (run `npm run build` first) */
-const ENTRY = fileURLToPath(new URL('./svc-entry.mjs', import.meta.url))
+/** the real `svc` program, as installed (`bin/svc.js` → dist/; run `npm run build` first) */
+export const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url))
 
 export interface SvcRun {
   status: number | null
@@ -13,19 +13,19 @@ export interface SvcRun {
 }
 
 /**
- * Runs `svc <args>` (test/cli/svc-entry.mjs) in `cwd` with a clean CLI environment:
- * no SVC_* variables and no user config file unless the test sets them.
+ * Runs `svc <args>` (bin/svc.js, the entry the package installs) in `cwd` with a clean CLI
+ * environment: no SVC_* variables and no user config file unless the test sets them.
  */
 export function runSvc(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<SvcRun> {
-  if (!existsSync(new URL('../../dist/cli/functions-command.js', import.meta.url))) {
-    return Promise.reject(new Error('dist/cli/functions-command.js is missing: run `npm run build` before the CLI tests'))
+  if (!existsSync(new URL('../../dist/cli/svc.js', import.meta.url))) {
+    return Promise.reject(new Error('dist/cli/svc.js is missing: run `npm run build` before the CLI tests'))
   }
   const env: NodeJS.ProcessEnv = {}
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SVC_')) env[k] = v
   env.XDG_CONFIG_HOME = '/nonexistent-svc-test-config'
   Object.assign(env, options.env)
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [ENTRY, ...args], { cwd: options.cwd ?? ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [SVC_BIN, ...args], { cwd: options.cwd ?? ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')))
