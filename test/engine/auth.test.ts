@@ -97,6 +97,38 @@ describe('API keys', () => {
     expect((await failure(lenient.mint(admin, { name: 'z', scopes: ['functions:read'], expires_days: 3651 }))).code).toBe(1006)
   })
 
+  it('are read from storage once, and a revocation is seen at once', async () => {
+    const storage = createMemoryKeyStorage()
+    let reads = 0
+    const counting = { ...storage, get: async (id: string) => (reads++, storage.get(id)) }
+    const keys = new ApiKeyService({ defaultExpiresDays: 90, maxExpiresDays: 3650 }, counting)
+    const minted = await keys.mint(admin, { name: 'x', scopes: ['functions:read'] })
+    for (let i = 0; i < 5; i++) await keys.verify(minted.api_key)
+    expect(reads).toBe(0)
+    // a lookup that overlaps the revocation must not cache the record it read before it
+    const other = await keys.mint(admin, { name: 'y', scopes: ['functions:read'] })
+    let slowRead = true
+    const slow = {
+      ...storage,
+      // the first read takes its snapshot now and answers after the revocation below has finished
+      get: async (id: string) => {
+        const record = await storage.get(id)
+        if (slowRead) {
+          slowRead = false
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+        return record
+      },
+    }
+    const cold = new ApiKeyService({ defaultExpiresDays: 90, maxExpiresDays: 3650 }, slow)
+    const racing = cold.verify(other.api_key)
+    await cold.revoke(admin, other.key_id)
+    await expect(racing).resolves.toMatchObject({ key_id: other.key_id })
+    expect((await failure(cold.verify(other.api_key))).message).toMatch(/revoked/)
+    await keys.revoke(admin, minted.key_id)
+    expect((await failure(keys.verify(minted.api_key))).message).toMatch(/revoked/)
+  })
+
   it('accept an operator-chosen key (ADMIN_API_KEY) as given', async () => {
     const keys = service()
     await keys.mintFor('default', 'test', { name: 'admin', scopes: ['admin'], expires_days: null }, 'my-chosen-admin-key')

@@ -6,7 +6,10 @@ import { timeOrderedId, timeOrderedLowerBound } from '../ids.js'
 import type { LevelDatabase } from '../storage/catalog-store.js'
 import type { Principal } from '../types.js'
 
-/** service-spec §2.7 audit entry (plus `code` of a failure and `key_id` of the credential). */
+/**
+ * service-spec §2.7 audit entry (plus `code` of a failure, `key_id` of the credential, and `count`
+ * on a summary of rate-limit refusals).
+ */
 export interface AuditEntry {
   id: string
   timestamp: string
@@ -20,6 +23,11 @@ export interface AuditEntry {
   code?: number
   key_id?: string
   method?: string
+  /**
+   * present on a summary entry only: the number of rate-limit refusals (same caller, operation
+   * and address) it stands for; an entry without `count` stands for one
+   */
+  count?: number
 }
 
 export interface AuditQuery {
@@ -46,6 +54,11 @@ export interface AuditLogInit {
    * tenant's entries; absent, every admin reads only its own tenant
    */
   operatorTenant?: string | undefined
+  /**
+   * rate-limit refusals of one caller, operation and address after the first are counted and
+   * written as one summary entry at the end of this period (default 1000 ms)
+   */
+  refusalSummaryMs?: number | undefined
 }
 
 /** What an admin asks of `GET /api/v1/audit`: `tenant` as given in the query. */
@@ -54,7 +67,17 @@ export type AuditReadRequest = Omit<AuditQuery, 'tenant' | 'within'> & { tenant?
 /** The `tenant` filter value that selects entries without a tenant (authentication failures). */
 export const AUDIT_NO_TENANT = '~none'
 
+/** Refusals waiting to be summarised, at most this many callers at once (beyond: written one by one). */
+const MAX_PENDING_REFUSALS = 10_000
+
 type NewEntry = Omit<AuditEntry, 'id' | 'timestamp'> & { timestamp?: string }
+
+interface PendingRefusals {
+  entry: NewEntry
+  /** refusals after the first (which was written at once) */
+  count: number
+  durationTotal: number
+}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Sub = AbstractSublevel<LevelDatabase, any, string, AuditEntry>
@@ -66,6 +89,9 @@ type Sub = AbstractSublevel<LevelDatabase, any, string, AuditEntry>
 export class AuditLog {
   private readonly entries: Sub
   private timer: NodeJS.Timeout | undefined
+  private readonly refusals = new Map<string, PendingRefusals>()
+  private refusalTimer: NodeJS.Timeout | undefined
+  private flushing: Promise<void> = Promise.resolve()
 
   constructor(private readonly init: AuditLogInit, components: { db: LevelDatabase }) {
     this.entries = components.db.sublevel<string, AuditEntry>('audit', { valueEncoding: 'json' }) as unknown as Sub
@@ -77,9 +103,11 @@ export class AuditLog {
     this.timer.unref()
   }
 
+  /** Stops the sweep and writes the pending refusal summaries (before the database closes). */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
     this.timer = undefined
+    await this.flushRefusals()
   }
 
   async record(entry: NewEntry): Promise<AuditEntry> {
@@ -87,6 +115,43 @@ export class AuditLog {
     const full: AuditEntry = { ...entry, id: timeOrderedId('au_', now), timestamp: new Date(now).toISOString() }
     await this.entries.put(full.id, full)
     return full
+  }
+
+  /**
+   * A rate-limit refusal, cheaply: the first refusal of a caller (tenant, user, key, address) and
+   * operation in a summary period is written at once; the next ones only count, and one summary
+   * entry with their `count` is written when the period ends (or at stop). A flood therefore costs
+   * at most two writes per caller and period, and every refusal is accounted for.
+   */
+  async recordRefusal(entry: NewEntry): Promise<void> {
+    const key = JSON.stringify([entry.tenant, entry.user, entry.key_id, entry.method, entry.ip, entry.operation, entry.code])
+    const pending = this.refusals.get(key)
+    if (pending) {
+      pending.count++
+      pending.durationTotal += entry.duration_ms
+      return
+    }
+    if (this.refusals.size < MAX_PENDING_REFUSALS) {
+      this.refusals.set(key, { entry, count: 0, durationTotal: 0 })
+      this.refusalTimer ??= setTimeout(() => void this.flushRefusals().catch(() => undefined), this.init.refusalSummaryMs ?? 1000).unref()
+    }
+    await this.record(entry)
+  }
+
+  /** Writes one summary entry per caller with refusals counted since its first. */
+  flushRefusals(): Promise<void> {
+    if (this.refusalTimer) clearTimeout(this.refusalTimer)
+    this.refusalTimer = undefined
+    const batch = [...this.refusals.values()].filter((p) => p.count > 0)
+    this.refusals.clear()
+    const write = async (): Promise<void> => {
+      for (const { entry, count, durationTotal } of batch) {
+        const { timestamp: _t, ...rest } = entry
+        await this.record({ ...rest, count, duration_ms: Math.round((durationTotal / count) * 1000) / 1000 })
+      }
+    }
+    this.flushing = this.flushing.then(write, write)
+    return this.flushing
   }
 
   /**

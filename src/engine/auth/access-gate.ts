@@ -47,17 +47,22 @@ export class AccessGate {
     return narrow(principal, input.namespace)
   }
 
-  /** Writes the audit entry of one operation. */
+  /**
+   * Writes the audit entry of one operation. A rate-limit refusal is cheap on purpose (a flood is
+   * mostly refusals): the audit log writes the first of a caller's refusals at once and counts the
+   * rest into one summary entry per period.
+   */
   async audit(outcome: OperationOutcome): Promise<void> {
     const err = outcome.error === undefined ? undefined : toSvcError(outcome.error)
     const p = outcome.principal
-    await this.c.audit.record({
+    const result = resultOf(err)
+    await this.c.audit[result === 'rate_limited' ? 'recordRefusal' : 'record']({
       operation: outcome.operation,
       rufid: outcome.rufid ?? null,
       user: p?.user ?? null,
       tenant: p?.tenant_id ?? null,
       ip: outcome.ip,
-      result: resultOf(err),
+      result,
       duration_ms: Math.round((performance.now() - outcome.startedAt) * 1000) / 1000,
       ...(err ? { code: err.code } : {}),
       ...(p?.key_id ? { key_id: p.key_id } : {}),

@@ -73,6 +73,9 @@ const PREFIX = 'svck_'
 const TOKEN = /^svck_([0-9A-Za-z]{16})_([0-9A-Za-z]{40,50})$/
 const NAME = /^[\p{L}\p{N} _.:@/-]{1,100}$/u
 
+/** key records kept in memory, most recently used last */
+const CACHE_ENTRIES = 10_000
+
 const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest()
 const randomBase62 = (bytes: number, length: number): string => {
   let s = ''
@@ -96,6 +99,15 @@ function splitKey(token: string): { keyId: string; secret: string } {
  * constant time; each has a name, tenant, scopes and expiry, and can be revoked.
  */
 export class ApiKeyService {
+  /**
+   * Records of keys presented lately, so that a request (and above all a flood of refused ones)
+   * costs no storage read. Coherent because this service is the only writer of its storage while
+   * the node runs (`svc keys create --admin` needs the node stopped); unknown ids are not cached.
+   */
+  private readonly cache = new Map<string, ApiKeyRecord>()
+  /** bumped by every write, so a read that overlapped a write (a revocation) is not cached */
+  private writes = 0
+
   constructor(private readonly init: ApiKeyServiceInit, private readonly storage: ApiKeyStorage) {}
 
   async mint(principal: Principal, raw: unknown): Promise<MintedKey> {
@@ -130,14 +142,14 @@ export class ApiKeyService {
       expires_at: days === null ? null : new Date(now.getTime() + days * 86_400_000).toISOString(),
       secret_sha256: sha256(secret).toString('hex'),
     }
-    await this.storage.put(record)
+    await this.put(record)
     return { api_key, key_id: keyId, name: record.name, tenant_id: tenant, scopes: record.scopes, expires_at: record.expires_at }
   }
 
   /** The record of a presented key, or 1003/unauthenticated (unknown, wrong secret, expired, revoked). */
   async verify(token: string): Promise<ApiKeyRecord> {
     const { keyId, secret } = splitKey(token)
-    const record = await this.storage.get(keyId)
+    const record = await this.lookup(keyId)
     // compare even when the id is unknown, so both cases take the same time
     const expected = record ? Buffer.from(record.secret_sha256, 'hex') : randomBytes(32)
     const match = timingSafeEqual(sha256(secret), expected)
@@ -154,8 +166,38 @@ export class ApiKeyService {
       throw new SvcError('RUFID_NOT_FOUND', `API key ${String(keyId)} does not exist`, { details: { key_id: keyId } })
     }
     const revoked = { ...record, revoked_at: record.revoked_at ?? new Date().toISOString() }
-    await this.storage.put(revoked)
+    await this.put(revoked)
     return revoked
+  }
+
+  private async lookup(keyId: string): Promise<ApiKeyRecord | undefined> {
+    const cached = this.cache.get(keyId)
+    if (cached) {
+      this.cache.delete(keyId)
+      this.cache.set(keyId, cached)
+      return cached
+    }
+    const writes = this.writes
+    const record = await this.storage.get(keyId)
+    if (record && writes === this.writes) this.remember(record)
+    return record
+  }
+
+  private async put(record: ApiKeyRecord): Promise<void> {
+    this.writes++
+    this.cache.delete(record.key_id)
+    try {
+      await this.storage.put(record)
+    } finally {
+      this.writes++
+    }
+    this.remember(record)
+  }
+
+  private remember(record: ApiKeyRecord): void {
+    this.cache.delete(record.key_id)
+    this.cache.set(record.key_id, record)
+    if (this.cache.size > CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!)
   }
 
   async list(principal: Principal): Promise<Array<Omit<ApiKeyRecord, 'secret_sha256'>>> {
