@@ -6,7 +6,7 @@ import {
   LOCKFILE_FILE, LockfileGenerator, MANIFEST_FILE, checkLockfile, checkManifest, lockIdentity, manifestDigest,
   type FunctionLockfile, type FunctionManifest, type ResolutionProgress,
 } from '../engine/manifests/index.js'
-import { CliError, action, printJson, resolveSettings, SvcHttpClient, withConnection, type ConnectionOptions } from './http-client.js'
+import { CliError, action, printJson, progressMode, resolveSettings, SvcHttpClient, withConnection, type ConnectionOptions } from './http-client.js'
 
 type Json = Record<string, unknown>
 
@@ -257,7 +257,16 @@ interface InstallOptions {
 }
 
 function progressReporter(enabled: boolean): { onProgress?: (p: ResolutionProgress) => void; stop(): void } {
-  if (!enabled || !process.stderr.isTTY) return { stop: () => undefined }
+  const mode = enabled ? progressMode(process.stderr) : 'off'
+  if (mode === 'off') return { stop: () => undefined }
+  if (mode === 'lines') {
+    return {
+      onProgress(p) {
+        process.stderr.write(`resolving ${p.done}/${p.total} ${p.ecosystem} ${p.name}${p.pinned ? ` ${p.pinned.version}` : ' (failed)'}\n`)
+      },
+      stop: () => undefined,
+    }
+  }
   const bar = new cliProgress.SingleBar(
     { stream: process.stderr, format: 'resolving {bar} {value}/{total} {dependency}', hideCursor: true, clearOnComplete: true },
     cliProgress.Presets.shades_classic,
@@ -516,7 +525,8 @@ export function functionsCommand(): Command {
   cmd.addHelpText('after', `
 Commands that talk to a node take --url and --token, or SVC_URL and SVC_TOKEN, or "url" and "token"
 in ~/.config/svc/config.json (or --config <file>). Failures print "error <code> <NAME>: message"
-on standard error and exit 1.`)
+on standard error and exit 1. Progress shows on standard error when it is a terminal;
+SVC_PROGRESS=1 shows it elsewhere too (plain lines, e.g. in CI logs), SVC_PROGRESS=0 never.`)
   cmd.addCommand(manifestCommand())
 
   json(withConnection(definitionOptions(cmd.command('deploy'))))

@@ -175,10 +175,27 @@ export class SvcHttpClient {
   }
 }
 
-/** A small spinner on standard error while something runs (only when it is a terminal). */
+/**
+ * How progress shows on standard error: `tty` (redrawn in place) on a terminal, nothing elsewhere.
+ * `SVC_PROGRESS=1` (or `always`) forces it, as plain lines when standard error is not a terminal
+ * (CI logs); `SVC_PROGRESS=0` (or `never`) turns it off.
+ */
+export function progressMode(stream: { isTTY?: boolean } = process.stderr, env: NodeJS.ProcessEnv = process.env): 'tty' | 'lines' | 'off' {
+  const setting = (env.SVC_PROGRESS ?? '').trim().toLowerCase()
+  if (['0', 'never', 'false', 'no', 'off'].includes(setting)) return 'off'
+  if (stream.isTTY) return 'tty'
+  return ['1', 'always', 'true', 'yes', 'on'].includes(setting) ? 'lines' : 'off'
+}
+
+/** A small spinner on standard error while something runs (see progressMode; one line when not a terminal). */
 export function spinner(text: string): () => void {
   const stream = process.stderr
-  if (!stream.isTTY) return () => undefined
+  const mode = progressMode(stream)
+  if (mode === 'off') return () => undefined
+  if (mode === 'lines') {
+    stream.write(`${text} …\n`)
+    return () => undefined
+  }
   const frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏']
   let i = 0
   const draw = (): void => {
