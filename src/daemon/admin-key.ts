@@ -1,5 +1,6 @@
-import { writeFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
 import type { Logger } from 'pino'
 import type { Engine } from '../engine/index.js'
 import type { SvcConfig } from './config.js'
@@ -7,8 +8,11 @@ import type { SvcConfig } from './config.js'
 /**
  * The one-time administrator key. Native test mode (service-spec §4.3): generated at every start
  * (or fixed by ADMIN_API_KEY / ADMIN_TENANT_ID) and printed once; WRITE_ADMIN_KEY_FILE=true also
- * writes it to a 0600 file whose path is printed. Standard mode: minted on the first start of an
- * empty key store (when `auth.bootstrap_admin_key`), printed once, never stored in clear.
+ * writes it to a 0600 file whose path is printed (ADMIN_KEY_FILE, else a fresh 0700 directory in
+ * the system's temporary directory, removed when the node exits: never the data directory, which
+ * holds no key in clear). Standard mode: minted on the first start of an empty key store (when
+ * `auth.bootstrap_admin_key`), printed once, never stored in clear. Both never expire: a node
+ * must not lock out its only administrator after the default key lifetime.
  */
 export async function announceAdminKey(
   engine: Engine,
@@ -21,8 +25,7 @@ export async function announceAdminKey(
     const fixed = env.ADMIN_API_KEY || undefined
     const minted = await engine.keys.mintFor(tenant, 'system:native-test-mode', request, fixed)
     if (env.WRITE_ADMIN_KEY_FILE === 'true') {
-      const file = resolve(env.ADMIN_KEY_FILE || join(config.data_dir, 'admin-api-key'))
-      writeFileSync(file, minted.api_key + '\n', { mode: 0o600 })
+      const file = writeAdminKeyFile(minted.api_key, env.ADMIN_KEY_FILE)
       announce(`svc-node admin API key file (tenant ${tenant}): ${file}\n`)
     }
     if (fixed) {
@@ -37,6 +40,23 @@ export async function announceAdminKey(
     const minted = await engine.keys.mintFor(tenant, 'system:bootstrap', request)
     announce(adminKeyBanner(minted.api_key, tenant, 'first start, no key existed'))
   }
+}
+
+/**
+ * Writes the key to a 0600 file: the operator's ADMIN_KEY_FILE as given, else `admin-api-key` in a
+ * new private directory under the temporary directory, removed at exit (the key lives in memory
+ * and is worthless once this node stops).
+ */
+function writeAdminKeyFile(key: string, chosen: string | undefined): string {
+  if (chosen) {
+    const file = resolve(chosen)
+    writeFileSync(file, key + '\n', { mode: 0o600 })
+    return file
+  }
+  const file = join(mkdtempSync(join(tmpdir(), 'svc-node-admin-')), 'admin-api-key')
+  writeFileSync(file, key + '\n', { mode: 0o600 })
+  process.once('exit', () => rmSync(dirname(file), { recursive: true, force: true }))
+  return file
 }
 
 function adminKeyBanner(key: string, tenant: string, why: string): string {

@@ -1,9 +1,9 @@
 // Authentication, tenancy, native test mode, rate limits and the audit log, through real daemons.
 import { spawnSync } from 'node:child_process'
 import { createHmac, generateKeyPairSync } from 'node:crypto'
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { request as httpsRequest } from 'node:https'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { SignJWT, importPKCS8 } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { computeRufid } from '../../src/core/rufid.js'
@@ -49,12 +49,27 @@ describe('native test mode (service-spec §4.3)', () => {
     if (d) removeDir(d.dataDir)
   })
 
+  it('removes the admin key file when the node stops (the key dies with it)', async () => {
+    const other = await startDaemonProcess({
+      env: { AUTH_PROVIDER: 'native', ENABLE_TEST_MODE: 'true', DEPLOYMENT_MODE: 'test', WRITE_ADMIN_KEY_FILE: 'true' },
+    })
+    const file = /admin API key file \(tenant default\): (\S+)/.exec(other.output())![1]!
+    expect(existsSync(file)).toBe(true)
+    await other.stop()
+    const left = existsSync(file)
+    removeDir(other.dataDir)
+    expect(left).toBe(false)
+  })
+
   it('prints the generated admin key once and writes it to a 0600 file whose path is printed', () => {
     expect(d.output().match(/ADMIN_API_KEY=/g)).toHaveLength(1)
     const m = /admin API key file \(tenant default\): (\S+)/.exec(d.output())
     expect(m).not.toBeNull()
     expect(readFileSync(m![1]!, 'utf8').trim()).toBe(admin)
     expect(statSync(m![1]!).mode & 0o777).toBe(0o600)
+    // outside the data directory, which never holds a key in clear
+    expect(relative(d.dataDir, m![1]!).startsWith('..')).toBe(true)
+    for (const f of filesUnder(d.dataDir)) expect(f.bytes.includes(Buffer.from(admin)), f.path).toBe(false)
   })
 
   it('a key minted with functions:execute executes over both paths and cannot create', async () => {
