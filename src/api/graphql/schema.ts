@@ -92,6 +92,10 @@ type RUFIDResolution {
   contentDigest: String!
   manifest: JSON
   lockfile: JSON
+  """function.svc.json as the text it was published as (null when only the object was sent)"""
+  manifestText: String
+  """function.lock.json as the text it was published as (null when only the object was sent or it was generated)"""
+  lockfileText: String
   function: Function!
 }
 
@@ -119,6 +123,10 @@ input CreateFunctionInput {
   manifest: JSON
   """function.lock.json (service-spec §2.5); computed from the manifest when absent"""
   lockfile: JSON
+  """the manifest file's own text, kept so an export gives it back byte for byte; must parse to \`manifest\`"""
+  manifestText: String
+  """the lockfile's own text; must parse to \`lockfile\`"""
+  lockfileText: String
 }
 
 type ExecutionResult {
@@ -250,6 +258,8 @@ export function createGraphqlSchema({ engine, logger }: GraphqlComponents): Grap
           tags: input.tags ?? undefined,
           manifest: input.manifest ?? undefined,
           lockfile: input.lockfile ?? undefined,
+          manifest_text: input.manifestText ?? undefined,
+          lockfile_text: input.lockfileText ?? undefined,
         }))
         nameRufid(result.rufid)
         return result.fn
@@ -333,6 +343,8 @@ export function createGraphqlSchema({ engine, logger }: GraphqlComponents): Grap
     contentDigest: (r) => r.fn.content_digest,
     manifest: (r) => r.fn.manifest,
     lockfile: (r) => r.fn.lockfile,
+    manifestText: (r) => r.fn.manifest_text ?? null,
+    lockfileText: (r) => r.fn.lockfile_text ?? null,
     function: (r) => r.fn,
   }
 

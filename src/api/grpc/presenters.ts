@@ -31,10 +31,11 @@ export function createInputOf(request: CreateRUFIDRequest__Output): Record<strin
   }
   if (request.tags.length > 0) input.tags = request.tags
   if (request.description !== '') input.description = request.description
+  // the JSON fields are the files' own text: kept as sent, so export gives them back byte for byte
   const manifest = parseJsonField(request.manifest_json, 'manifest_json')
-  if (manifest !== undefined) input.manifest = manifest
+  if (manifest !== undefined) Object.assign(input, { manifest, manifest_text: request.manifest_json })
   const lockfile = parseJsonField(request.lockfile_json, 'lockfile_json')
-  if (lockfile !== undefined) input.lockfile = lockfile
+  if (lockfile !== undefined) Object.assign(input, { lockfile, lockfile_text: request.lockfile_json })
   if (request.limits) {
     const limits: Record<string, number> = {}
     for (const key of ['timeout_ms', 'memory_mb', 'cpu_ms'] as const) {
@@ -74,8 +75,9 @@ export function resolutionMessage(r: Resolution): ResolveRUFIDResponse {
     function_name: fn.function_name,
     signature: fn.signature,
     language: fn.language,
-    manifest_json: jsonOrEmpty(fn.manifest),
-    lockfile_json: jsonOrEmpty(fn.lockfile),
+    // the text the files were published as, when it was sent; else the stored objects as JSON
+    manifest_json: fn.manifest === null ? '' : (fn.manifest_text ?? jsonOrEmpty(fn.manifest)),
+    lockfile_json: fn.lockfile === null ? '' : (fn.lockfile_text ?? jsonOrEmpty(fn.lockfile)),
     rufid_short: fn.rufid_short,
     created_at: fn.created_at,
   }

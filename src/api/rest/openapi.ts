@@ -71,6 +71,8 @@ const versions = z.object({
 const exported = z.object({
   rufid: z.string(), version: z.string(), function_name: z.string(),
   manifest: z.record(z.string(), z.unknown()).nullable(), lockfile: z.record(z.string(), z.unknown()).nullable(),
+  manifest_text: z.string().nullable().describe('the manifest as published (exact bytes); null when only the object was sent'),
+  lockfile_text: z.string().nullable().describe('the lockfile as published (exact bytes); null when generated or only the object was sent'),
 })
 /** What a deploy body adds to a create body (the engine's deploy schema, from the same rules). */
 const branchFields = {

@@ -199,6 +199,19 @@ describe('GraphQL over HTTP', () => {
     expect(codesOf(boom)).toEqual([{ code: 1007, name: 'EXECUTION_FAILED' }])
   })
 
+  it('keeps the manifest text it was given, and refuses a text that is not the manifest (1006)', async () => {
+    const manifest = { schemaVersion: '1.0', name: 'textual' }
+    const manifestText = '{ "name": "textual",\n  "schemaVersion": "1.0" }\n'
+    const base = { ...inputOf({ ...addJs, function_name: 'textual' }), sourceCode: 'function textual(a, b) { return a + b }', manifest }
+    const created = await node.gql(CREATE, { input: { ...base, manifestText } })
+    expect(created.body.errors).toBeUndefined()
+    const rufid = (created.body.data!.createFunction as { shortRufid: string }).shortRufid
+    const resolved = await node.gql(`query($r: String!) { resolveRUFID(rufid: $r) { manifestText lockfileText manifest } }`, { r: rufid })
+    expect(resolved.body.data!.resolveRUFID).toEqual({ manifestText, lockfileText: null, manifest })
+    const wrong = await node.gql(CREATE, { input: { ...base, sourceCode: 'function textual(a, b) { return a - b }', manifestText: '{"name": "other", "schemaVersion": "1.0"}' } })
+    expect(codesOf(wrong)).toEqual([{ code: 1006, name: 'VALIDATION_FAILED' }])
+  })
+
   it('errors carry extensions.details: every JSON-pointer problem of a bad manifest, as REST gives them', async () => {
     const manifest = { schemaVersion: '9.9', name: 7, runtime: { language: 'cobol' }, dependencies: { pip: 'requests' } }
     const input = { ...inputOf({ ...addJs, function_name: 'withManifest' }), sourceCode: 'function withManifest(a, b) { return a + b }', manifest }

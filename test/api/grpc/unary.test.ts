@@ -77,6 +77,15 @@ describe('gRPC door: unary RPCs', () => {
     expect((await execute({ rufid: created.rufid_short, arguments_json: '{"a": 6, "b": 7}' })).result_json).toBe('42')
   })
 
+  it('gives the manifest back as the text it was sent as (export is byte for byte through gRPC too)', async () => {
+    const text = '{\n\t"name": "mul3",  "schemaVersion": "1.0",\n\t"runtime": {"language": "javascript", "version": "20"}\n}\n'
+    const def = { function_name: 'mul3', signature: '(a, b)', language: 'javascript', source_code: 'function mul3(a, b) { return a * b * 3 }' }
+    const created = await create({ ...def, manifest_json: text })
+    const resolved = await resolve({ rufid: created.rufid })
+    expect(resolved.manifest_json).toBe(text)
+    expect(JSON.parse(resolved.lockfile_json)).toMatchObject({ schemaVersion: '1.0' }) // generated: its object as JSON
+  })
+
   it('1001 malformed RUFID → INVALID_ARGUMENT', async () => {
     const err = await failure(resolve({ rufid: 'not-a-rufid!' }))
     expect(statusOf(err)).toEqual({ code: 'INVALID_ARGUMENT', svcCode: '1001', svcName: 'INVALID_RUFID' })
