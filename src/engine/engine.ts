@@ -11,7 +11,7 @@ import { ExecutionService, type ExecutionServiceInit, type SandboxPort } from '.
 import { nativeExecute, type NativeExecuteRequest, type NativeExecuteResult } from './executions/native-execution.js'
 import { RateLimits, type RateLimitsInit } from './limits/rate-limits.js'
 import { publishFunction } from './registry/publish.js'
-import { Marketplace } from './search/marketplace.js'
+import { DEFAULT_MAX_INDEXED_FUNCTIONS, Marketplace, type MarketplaceInit } from './search/marketplace.js'
 import { functionTelemetry, type FunctionTelemetry } from './telemetry/telemetry.js'
 import type { CreateResult, FunctionTarget } from './registry/function-registry.js'
 import type { SvcMetrics } from './metrics.js'
@@ -50,6 +50,8 @@ export interface EngineInit {
   lockfile?: LockfileGeneratorInit
   /** where pinned Python wheels are, and where wheels fetched from federation peers are kept */
   wheels?: WheelProvisionerInit
+  /** the marketplace's memory bound (default: DEFAULT_MAX_INDEXED_FUNCTIONS documents) */
+  marketplace?: MarketplaceInit
 }
 
 export interface EngineComponents {
@@ -138,7 +140,7 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
   // the admins of the node's admin tenant are its operators: they read every tenant's audit entries
   const auditLog = new AuditLog({ operatorTenant: init.auth.defaultTenant, ...init.audit }, { db })
   const access = new AccessGate({ authenticator, rateLimits: new RateLimits(init.rateLimits), audit: auditLog })
-  const marketplace = new Marketplace({ store, events })
+  const marketplace = new Marketplace(init.marketplace ?? { maxIndexedFunctions: DEFAULT_MAX_INDEXED_FUNCTIONS }, { store, events })
   let ready = false
   let starting: Promise<void> | undefined
   let stoppingAnnounced = false
@@ -184,7 +186,7 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
         await store.start()
         await replication.start()
         await auditLog.start()
-        await marketplace.start(() => store.allFunctions())
+        await marketplace.start()
         await sandbox.start()
         ready = true
         stoppingAnnounced = false

@@ -15,7 +15,9 @@ export { createLevelKeyStorage } from './auth/level-key-storage.js'
 export { permissionsOf, ROLES, SCOPES, type Role } from './auth/permissions.js'
 export { AuditLog, type AuditEntry, type AuditQuery } from './audit/audit-log.js'
 export type { NativeExecuteRequest, NativeExecuteResult } from './executions/native-execution.js'
-export { Marketplace, type MarketplaceQuery, type MarketplaceResult, type Listing } from './search/marketplace.js'
+export {
+  DEFAULT_MAX_INDEXED_FUNCTIONS, Marketplace, type Listing, type MarketplaceInit, type MarketplaceQuery, type MarketplaceResult, type MarketplaceStats,
+} from './search/marketplace.js'
 export { parseWindow, percentile, type FunctionTelemetry } from './telemetry/telemetry.js'
 export { publishFunction, languageOfRuntime } from './registry/publish.js'
 export { createInputSchema } from './registry/create-input.js'
