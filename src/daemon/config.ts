@@ -95,6 +95,9 @@ export const configSchema = z.object({
     cache_ttl_ms: z.number().int().min(0),
     max_source_bytes: z.number().int().min(1),
   }).strict(),
+  marketplace: z.object({
+    max_indexed_functions: z.number().int().min(0),
+  }).strict(),
   execution: z.object({
     workers: z.number().int().min(1).max(64),
     max_warm_isolates_per_worker: z.number().int().min(1),
@@ -135,6 +138,7 @@ const ENV: Array<[string, string[], 'string' | 'int']> = [
   ['SVC_JWT_ISSUER', ['auth', 'jwt', 'issuer'], 'string'],
   ['SVC_JWT_AUDIENCE', ['auth', 'jwt', 'audience'], 'string'],
   ['SVC_SANDBOX_WORKERS', ['execution', 'workers'], 'int'],
+  ['SVC_MARKETPLACE_MAX_INDEXED_FUNCTIONS', ['marketplace', 'max_indexed_functions'], 'int'],
   ['SVC_PYTHON_WHEELHOUSE', ['execution', 'python', 'wheelhouse'], 'string'],
 ]
 

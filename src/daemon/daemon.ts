@@ -87,6 +87,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         concurrency: config.lockfile.concurrency,
       },
       wheels: { ...(x.python.wheelhouse ? { wheelhouse: x.python.wheelhouse } : {}), cacheDir: wheelCache },
+      marketplace: { maxIndexedFunctions: config.marketplace.max_indexed_functions },
     },
     { db, store, sandbox, metrics, events },
   )
