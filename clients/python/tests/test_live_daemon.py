@@ -5,15 +5,14 @@ tests FAIL (they are never skipped): run ``npm run build`` in the repository roo
 
 Compute a RUFID locally, create the function, check the node's RUFID equals the local one,
 resolve, execute, read the execution, provoke 1001, 1002 and 1003, and import the function with
-``from svc.rufid import <rufid_short> as add``. The node executes JavaScript today, so the function
-stored here is JavaScript; the client and the import hook do not depend on the function's language.
+``from svc.rufid import <rufid_short> as add``. The function stored here is JavaScript; the client
+and the import hook do not depend on the function's language (the README's example, in
+test_readme_live.py, publishes a Python one).
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import io
 import json
 import os
 import shutil
@@ -241,19 +240,6 @@ def test_import_hook_without_credentials_is_an_import_error(daemon, created):
         exec("from svc.rufid import _%s as add" % created["rufid_short"], {})
     assert isinstance(e.value.__cause__, svc.PermissionDeniedError)
     assert e.value.__cause__.unauthenticated
-
-
-def test_readme_example_runs_as_written(daemon):
-    """The README's example, with only the URL and the token replaced, prints what it says."""
-    from test_readme import README_OUTPUT, python_blocks
-
-    example = python_blocks()[0]
-    code = example.replace('url="http://127.0.0.1:8080"', 'url="%s"' % daemon.url).replace('token="svck_..."', 'token="%s"' % ADMIN_KEY)
-    assert code != example
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
-    assert out.getvalue().splitlines() == README_OUTPUT
 
 
 def test_daemon_is_still_up(daemon):

@@ -45,12 +45,12 @@ def test_readme_example_runs(node):
         return 200, {"result": values[0] + values[1], "execution_time_ms": 1, "status": "success",
                      "execution_id": "e"}, {}
 
-    record = {"execution_id": "e", "rufid": "rufid:U0muCVj82BcK:v1:default", "version": "v1", "tenant": "default",
+    record = {"execution_id": "e", "rufid": "rufid:tUwBWSc8Nozv:v1:default", "version": "v1", "tenant": "default",
               "status": "success", "result": 5, "logs": []}
 
     node.on("POST", "/api/v1/functions/create", create)
     node.on("POST", "/api/v1/functions/resolve", resolve)
-    node.on("POST", "/api/v1/functions/U0muCVj82BcK/execute", execute)
+    node.on("POST", "/api/v1/functions/tUwBWSc8Nozv/execute", execute)
     node.reply("GET", "/v1/executions/e", 200, record)
 
     example = python_blocks()[0]
@@ -66,7 +66,7 @@ def test_readme_example_runs(node):
 
 
 #: What the first example prints (its comments say the same); also checked against a live node.
-README_OUTPUT = ["U0muCVj82BcK", "rufid:U0muCVj82BcK:v1:default", "from svc.rufid import U0muCVj82BcK as add",
+README_OUTPUT = ["tUwBWSc8Nozv", "rufid:tUwBWSc8Nozv:v1:default", "from svc.rufid import tUwBWSc8Nozv as add",
                  "add v1", "5 success", "success 5", "5", "5"]
 
 
