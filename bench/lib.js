@@ -65,9 +65,12 @@ export const pinning = {
   client_core: hasTaskset && cpus().length >= 2 ? 1 : null,
 }
 
-/** [command, args] running node `args` on the server core (0) or the client core (1) when pinning works. */
+/**
+ * [command, args] running node `args` on the server core (0) or the client core (1) when pinning
+ * works; role `unpinned` runs it on any core (several daemons that together are the server).
+ */
 export function pinned(role, args, exe = process.execPath) {
-  if (!pinning.enabled) return [exe, args]
+  if (!pinning.enabled || role === 'unpinned') return [exe, args]
   return ['taskset', ['-c', String(role === 'server' ? pinning.server_core : pinning.client_core), exe, ...args]]
 }
 
@@ -183,11 +186,11 @@ export function benchConfig(dir) {
 }
 
 /** Starts `svc-node start` on the server core; resolves { url, grpc, pid, stop, dataDir }. */
-export async function startDaemon({ dataDir, env = {}, timeoutMs = 60_000 } = {}) {
+export async function startDaemon({ dataDir, env = {}, timeoutMs = 60_000, role = 'server' } = {}) {
   const dir = dataDir ?? tempDir()
   const cfgDir = tempDir('svc-bench-cfg-')
   const started = performance.now()
-  const p = await startProcess('server', [join(ROOT, 'bin/svc-node.js'), 'start'], {
+  const p = await startProcess(role, [join(ROOT, 'bin/svc-node.js'), 'start'], {
     env: {
       API_HOST: '127.0.0.1',
       API_PORT: '0',

@@ -551,7 +551,8 @@ async function daemonFederationSync({ smoke, log, out }) {
         federation: { enabled: true, listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap, ca_file: join(root, 'ca', 'ca.crt'), cert_file: join(dataDir, 'cert', 'node.crt'), sync_interval_ms: 500 },
       }))
       log(`federation: daemon ${i}`)
-      const d = await startDaemon({ dataDir, env: { SVC_CONFIG: configFile, SVC_SANDBOX_WORKERS: '1' } })
+      // five daemons are together the server: pinned to one core they would measure that core
+      const d = await startDaemon({ dataDir, env: { SVC_CONFIG: configFile, SVC_SANDBOX_WORKERS: '1' }, role: 'unpinned' })
       const line = d.output().split('\n').find((l) => l.includes('svc-node listening'))
       const addr = JSON.parse(line).p2p[0]
       daemons.push({ ...d, base: d.url.replace(/\/+$/, ''), p2p: addr.includes('/p2p/') ? addr : `${addr}/p2p/${peerId}` })
@@ -570,24 +571,36 @@ async function daemonFederationSync({ smoke, log, out }) {
     let timeouts = 0
     const stopAt = performance.now() + (smoke ? 15_000 : 360_000)
     const runTag = Date.now().toString(36)
-    out.sync_definition = 'publish (REST create) on one node, round robin, until POST /resolve answers 200 on each of the 4 others (polled every ~2 ms, 5 s limit per publish); config sync_interval_ms 500'
+    const { computeRufid } = await dist('core/rufid.js')
+    // Each node's /ws system channel says when a replicated version landed; then one resolve (which
+    // fetches the code) shows it resolvable. Polling /resolve every few ms on 4 daemons instead put
+    // ~2,000 audited requests a second on the machine that runs them and inflated what it measured.
+    const sockets = await Promise.all(daemons.map((d) => systemEvents(d.base)))
+    out.daemons_pinning = 'unpinned: the 5 daemons share both cores (pinned to one core, they would measure that core, not the federation)'
+    out.sync_definition = 'publish (REST create) on one node, round robin, until POST /resolve answers 200 on each of the 4 others: each waits for its /ws system event function.created of that RUFID (replicated), then resolves once (the code fetch from a provider is inside that resolve; retried every 5 ms while 404); 5 s limit per publish; config sync_interval_ms 500'
+    try {
     for (let i = 0; i < n && performance.now() < stopAt; i++) {
       const src = daemons[i % 5]
       // a new lineage per publish (unique name): the same name from two nodes would be a replication conflict
       const name = `fsync_${runTag}_${i}`
       const def = { ...ADD_JS, function_name: name, source_code: `function ${name}(a, b) {\n  return a + b\n}\n` }
+      const short = computeRufid(def).rufid_short
+      const until = performance.now() + 5000
+      const arrived = daemons.map((d, k) => (d === src ? undefined : sockets[k].next(short, 5000)))
       const t = performance.now()
       const created = await postJson(`${src.base}/api/v1/functions/create`, def)
       if (created.status >= 300) throw new Error(`publish: ${created.status} ${JSON.stringify(created.body).slice(0, 200)}`)
-      const body = { rufid: created.body.rufid_short, version: created.body.version }
-      const until = performance.now() + 5000
-      const visible = await Promise.all(daemons.filter((d) => d !== src).map(async (d) => {
+      if (created.body.rufid_short !== short) throw new Error(`the node's RUFID ${created.body.rufid_short} is not the local ${short}`)
+      const body = { rufid: short, version: created.body.version }
+      const visible = await Promise.all(daemons.map(async (d, k) => {
+        if (d === src) return undefined
+        if (!(await arrived[k])) return false
         while (performance.now() < until) {
           if ((await postJson(`${d.base}/api/v1/functions/resolve`, body)).status === 200) return true
-          await new Promise((r) => setTimeout(r, 2))
+          await new Promise((r) => setTimeout(r, 5))
         }
         return false
-      }))
+      })).then((v) => v.filter((x) => x !== undefined))
       const seen = visible.filter(Boolean).length
       out.sync_visible_on_n_of_4 = { ...(out.sync_visible_on_n_of_4 ?? {}), [seen]: (out.sync_visible_on_n_of_4?.[seen] ?? 0) + 1 }
       if (seen === 4) lat.push(performance.now() - t)
@@ -612,6 +625,9 @@ async function daemonFederationSync({ smoke, log, out }) {
         else out.executable_timeouts_5s = (out.executable_timeouts_5s ?? 0) + 1
       }
     }
+    } finally {
+      for (const ws of sockets) ws.close()
+    }
     if (out._exec) out.executable_on_another_node = summarize(out._exec)
     delete out._exec
     out.sync_publishes = lat.length + timeouts
@@ -620,5 +636,54 @@ async function daemonFederationSync({ smoke, log, out }) {
   } finally {
     for (const d of daemons) await d.stop().catch(() => undefined)
     removeDir(root)
+  }
+}
+
+/**
+ * A /ws subscription to a daemon's system channel. `next(short, ms)` resolves true when a
+ * function.created event of that short RUFID arrives (or arrived since the subscription), false
+ * after `ms`.
+ */
+async function systemEvents(base) {
+  const { default: WebSocket } = await import('ws')
+  const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/ws`)
+  const seen = new Set()
+  const waiting = new Map()
+  ws.on('message', (data) => {
+    let msg
+    try {
+      msg = JSON.parse(String(data))
+    } catch {
+      return
+    }
+    const payload = msg?.payload
+    if (msg?.type !== 'event' || payload?.type !== 'function.created' || typeof payload.rufid !== 'string') return
+    const short = payload.rufid.split(':')[1]
+    seen.add(short)
+    waiting.get(short)?.(true)
+  })
+  await new Promise((resolve, reject) => {
+    ws.once('error', reject)
+    ws.once('open', () => {
+      ws.send(JSON.stringify({ type: 'subscribe', id: 'sys', channel: 'system' }))
+      resolve()
+    })
+  })
+  return {
+    next(short, ms) {
+      if (seen.has(short)) return Promise.resolve(true)
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          waiting.delete(short)
+          resolve(false)
+        }, ms)
+        waiting.set(short, (v) => {
+          clearTimeout(timer)
+          waiting.delete(short)
+          resolve(v)
+        })
+      })
+    },
+    close: () => ws.close(),
   }
 }

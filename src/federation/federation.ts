@@ -157,6 +157,7 @@ export class Federation implements FederationPort {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
     this.timer = undefined
+
     for (const u of this.unsubscribe.splice(0)) u()
     if (this.engine.federation === this) this.engine.attachFederation(undefined)
     await Promise.allSettled([...this.syncing.values()])
@@ -250,8 +251,14 @@ export class Federation implements FederationPort {
   /**
    * FederationPort.fetchCode. Candidates, each tried once and in turn: the member whose gossip
    * announced the content (it published it), providers from the DHT as the query finds them
-   * (members only), then the other members (a provider record may not have reached the DHT yet).
-   * The first code that hashes to `contentDigest` wins; none → 2001.
+   * (members only), then the other members (a provider record may not have reached the DHT yet,
+   * or its publisher left: nodes that fetched the code serve it too). The first code that hashes
+   * to `contentDigest` wins; none → 2001.
+   *
+   * Only publishers announce provider records; a node that fetched code does not. Every fetcher
+   * announcing costs a DHT query and an ADD_PROVIDER to each close peer per fetch: on 5 nodes it
+   * took publish → resolvable everywhere from p99 113 ms to 332 ms (deferred by 5–10 s) or 934 ms
+   * (at once). The member scan above still finds the copies.
    */
   async fetchCode(tenant: string, short: string, version: number, contentDigest: string): Promise<string> {
     const fn = await this.engine.replication.localVersion(tenant, short, version)
@@ -273,22 +280,18 @@ export class Federation implements FederationPort {
         return undefined
       }
     }
-    const found = (code: string): string => {
-      void this.provide(contentDigest)
-      return code
-    }
     const holder = this.holders.get(contentDigest)
     if (holder !== undefined && this.node.member(holder) !== undefined) {
       const code = await attempt(holder)
-      if (code !== undefined) return found(code)
+      if (code !== undefined) return code
     }
     for await (const provider of this.node.providers(contentDigest, { timeoutMs: 2_000 })) {
       const code = await attempt(provider.peerId)
-      if (code !== undefined) return found(code)
+      if (code !== undefined) return code
     }
     for (const peerId of this.node.members().map((m) => m.peerId).sort()) {
       const code = await attempt(peerId)
-      if (code !== undefined) return found(code)
+      if (code !== undefined) return code
     }
     throw new SvcError('FEDERATION_UNREACHABLE', `no reachable provider holds ${short} v${version}`, { details: { rufid_short: short, content_digest: contentDigest, tried: [...tried] } })
   }
@@ -346,8 +349,9 @@ export class Federation implements FederationPort {
 
   /**
    * FederationPort.fetchWheel: members that provide a wheel with `pin.sha256` (DHT provider records
-   * keyed by the hash), then the other members; the first wheel whose bytes have that hash wins.
-   * Once stored here, this node provides it too.
+   * keyed by the hash, announced for wheelhouses), then the other members; the first wheel whose
+   * bytes have that hash wins. Once stored here, this node serves it to members that ask (it does
+   * not announce it: see fetchCode).
    */
   async fetchWheel(pin: { name: string; version: string; sha256: string }): Promise<{ filename: string; bytes: Uint8Array }> {
     const tried = new Set<string>()
@@ -375,7 +379,6 @@ export class Federation implements FederationPort {
     for await (const peerId of candidates(this)) {
       const wheel = await attempt(peerId)
       if (wheel === undefined) continue
-      setTimeout(() => void this.provide(pin.sha256), 1_000).unref() // after the caller stored it
       return wheel
     }
     throw new SvcError('FEDERATION_UNREACHABLE', `no federation member served a wheel of ${pin.name}==${pin.version} with sha256 ${pin.sha256}`, {
