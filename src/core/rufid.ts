@@ -58,25 +58,50 @@ const PY_PREFIX = new Set(['r', 'R', 'b', 'B', 'u', 'U', 'f', 'F'])
  * inside string literals (which normalization never touches).
  */
 interface Lexed {
-  chars: string[]
-  code: number[]
+  text: string
+  code: Uint8Array
 }
 
-function pushLiteral(out: Lexed, s: string, start: number, end: number): void {
-  for (let k = start; k < end; k++) {
-    out.chars.push(s[k]!)
-    out.code.push(0)
+/**
+ * Builds a Lexed from runs of the source: copied as slices, never character by character (the
+ * output is at most as long as the source: comments only shrink).
+ */
+class LexedBuilder {
+  private readonly parts: string[] = []
+  private readonly mask: Uint8Array
+  private length = 0
+
+  constructor(sourceLength: number) {
+    this.mask = new Uint8Array(sourceLength)
   }
-}
 
-function pushCode(out: Lexed, ch: string): void {
-  out.chars.push(ch)
-  out.code.push(1)
+  code(s: string, start: number, end: number): void {
+    if (end <= start) return
+    this.parts.push(s.slice(start, end))
+    this.mask.fill(1, this.length, this.length + end - start)
+    this.length += end - start
+  }
+
+  literal(s: string, start: number, end: number): void {
+    if (end <= start) return
+    this.parts.push(s.slice(start, end))
+    this.length += end - start
+  }
+
+  codeChar(ch: string): void {
+    this.parts.push(ch)
+    this.mask[this.length++] = 1
+  }
+
+  done(): Lexed {
+    return { text: this.parts.join(''), code: this.mask.subarray(0, this.length) }
+  }
 }
 
 /** End (exclusive) of a string whose opening delimiter ends at `bodyStart`. */
 function scanQuoted(s: string, bodyStart: number, delim: string, opts: { escapes: boolean; endsAtLf: boolean }): number {
   const n = s.length
+  const first = delim.charCodeAt(0)
   let k = bodyStart
   while (k < n) {
     const c = s.charCodeAt(k)
@@ -85,7 +110,7 @@ function scanQuoted(s: string, bodyStart: number, delim: string, opts: { escapes
       continue
     }
     if (opts.endsAtLf && c === LF) return k
-    if (s.startsWith(delim, k)) return k + delim.length
+    if (c === first && (delim.length === 1 || s.startsWith(delim, k))) return k + delim.length
     k++
   }
   return n
@@ -98,19 +123,24 @@ function lineCommentEnd(s: string, i: number): number {
 }
 
 /** Block comment: removed; replaced by LF if it spans lines, by a space otherwise. */
-function blockComment(s: string, i: number, out: Lexed): number {
+function blockComment(s: string, i: number, out: LexedBuilder): number {
   const close = s.indexOf('*/', i + 2)
   const end = close === -1 ? s.length : close + 2
-  pushCode(out, s.slice(i, end).includes('\n') ? '\n' : ' ')
+  const lf = s.indexOf('\n', i)
+  out.codeChar(lf !== -1 && lf < end ? '\n' : ' ')
   return end
 }
 
+const QUOTE = 39 // '
+const DQUOTE = 34 // "
+
 function lexPython(s: string): Lexed {
-  const out: Lexed = { chars: [], code: [] }
+  const out = new LexedBuilder(s.length)
   const n = s.length
   let i = 0
+  let run = 0 // start of the pending run of code characters
   while (i < n) {
-    const ch = s[i]!
+    const c = s.charCodeAt(i)
     // string literal with an optional prefix of at most two letters from rRbBuUfF
     let literalEnd = -1
     for (let p = 0; p <= 2 && i + p < n; p++) {
@@ -118,102 +148,118 @@ function lexPython(s: string): Lexed {
         if (!PY_PREFIX.has(s[i + p - 1]!)) break
         if (i > 0 && isIdentChar(s.charCodeAt(i - 1))) break
       }
-      const q = s[i + p]
-      if (q === "'" || q === '"') {
-        const triple = q.repeat(3)
+      const q = s.charCodeAt(i + p)
+      if (q === QUOTE || q === DQUOTE) {
+        const quote = q === QUOTE ? "'" : '"'
+        const triple = quote.repeat(3)
         if (s.startsWith(triple, i + p)) {
           literalEnd = scanQuoted(s, i + p + 3, triple, { escapes: true, endsAtLf: false })
         } else {
-          literalEnd = scanQuoted(s, i + p + 1, q, { escapes: true, endsAtLf: true })
+          literalEnd = scanQuoted(s, i + p + 1, quote, { escapes: true, endsAtLf: true })
         }
         break
       }
     }
     if (literalEnd !== -1) {
-      pushLiteral(out, s, i, Math.min(literalEnd, n))
-      i = Math.min(literalEnd, n)
+      out.code(s, run, i)
+      const end = Math.min(literalEnd, n)
+      out.literal(s, i, end)
+      i = run = end
       continue
     }
-    if (ch === '#') {
-      i = lineCommentEnd(s, i)
+    if (c === 35 /* # */) {
+      out.code(s, run, i)
+      i = run = lineCommentEnd(s, i)
       continue
     }
-    pushCode(out, ch)
     i++
   }
-  return out
+  out.code(s, run, n)
+  return out.done()
 }
 
 function lexCLike(s: string, family: 'js' | 'go'): Lexed {
-  const out: Lexed = { chars: [], code: [] }
+  const out = new LexedBuilder(s.length)
   const n = s.length
   let i = 0
+  let run = 0 // start of the pending run of code characters
   while (i < n) {
-    const ch = s[i]!
-    if (ch === '"' || ch === "'") {
-      const end = Math.min(scanQuoted(s, i + 1, ch, { escapes: true, endsAtLf: true }), n)
-      pushLiteral(out, s, i, end)
-      i = end
+    const c = s.charCodeAt(i)
+    if (c === DQUOTE || c === QUOTE) {
+      out.code(s, run, i)
+      const end = Math.min(scanQuoted(s, i + 1, s[i]!, { escapes: true, endsAtLf: true }), n)
+      out.literal(s, i, end)
+      i = run = end
       continue
     }
-    if (ch === '`') {
+    if (c === 96 /* ` */) {
       // js template literal: escapes, `${}` not tracked; go raw string: no escapes
+      out.code(s, run, i)
       const end = Math.min(scanQuoted(s, i + 1, '`', { escapes: family === 'js', endsAtLf: false }), n)
-      pushLiteral(out, s, i, end)
-      i = end
+      out.literal(s, i, end)
+      i = run = end
       continue
     }
-    if (ch === '/' && s[i + 1] === '/') {
-      i = lineCommentEnd(s, i)
+    if (c === 47 /* / */ && s.charCodeAt(i + 1) === 47) {
+      out.code(s, run, i)
+      i = run = lineCommentEnd(s, i)
       continue
     }
-    if (ch === '/' && s[i + 1] === '*') {
-      i = blockComment(s, i, out)
+    if (c === 47 /* / */ && s.charCodeAt(i + 1) === 42 /* * */) {
+      out.code(s, run, i)
+      i = run = blockComment(s, i, out)
       continue
     }
-    pushCode(out, ch)
     i++
   }
-  return out
+  out.code(s, run, n)
+  return out.done()
 }
 
-/** §6: whitespace normalization over code characters only. */
+/**
+ * §6: whitespace normalization over code characters only, in one pass that keeps runs as slices:
+ * (1) a run of horizontal whitespace followed by a code LF or by the end is dropped; (2) a code LF
+ * at the start, or right after another kept code LF, is dropped; then one final code LF is dropped.
+ */
 function normalizeWhitespace(lexed: Lexed): string {
-  const { chars, code } = lexed
-  const n = chars.length
-  // Step 1: drop runs of horizontal whitespace followed by a code LF or by end of input.
-  const keep1: number[] = []
+  const { text, code } = lexed
+  const n = text.length
+  const parts: string[] = []
+  let kept = 0 // start of the pending run of kept characters
+  let anyKept = false
+  let lastKeptIsCodeLf = false
+  const drop = (start: number, end: number): void => {
+    if (start > kept) parts.push(text.slice(kept, start))
+    kept = end
+  }
   let i = 0
   while (i < n) {
-    if (code[i] === 1 && isHorizontalWs(chars[i]!.charCodeAt(0))) {
+    const c = text.charCodeAt(i)
+    if (code[i] === 1 && isHorizontalWs(c)) {
       let j = i
-      while (j < n && code[j] === 1 && isHorizontalWs(chars[j]!.charCodeAt(0))) j++
-      const trailing = j === n || (code[j] === 1 && chars[j] === '\n')
-      if (!trailing) for (let k = i; k < j; k++) keep1.push(k)
+      while (j < n && code[j] === 1 && isHorizontalWs(text.charCodeAt(j))) j++
+      if (j === n || (code[j] === 1 && text.charCodeAt(j) === LF)) {
+        drop(i, j)
+      } else {
+        anyKept = true
+        lastKeptIsCodeLf = false
+      }
       i = j
       continue
     }
-    keep1.push(i)
+    if (code[i] === 1 && c === LF) {
+      if (!anyKept || lastKeptIsCodeLf) drop(i, i + 1)
+      else anyKept = lastKeptIsCodeLf = true
+      i++
+      continue
+    }
+    anyKept = true
+    lastKeptIsCodeLf = false
     i++
   }
-  // Step 2: drop code LFs at the start or right after another code LF; then one final code LF.
-  const out: number[] = []
-  for (const k of keep1) {
-    const isCodeLf = code[k] === 1 && chars[k] === '\n'
-    if (isCodeLf) {
-      if (out.length === 0) continue
-      const last = out[out.length - 1]!
-      if (code[last] === 1 && chars[last] === '\n') continue
-    }
-    out.push(k)
-  }
-  if (out.length > 0) {
-    const last = out[out.length - 1]!
-    if (code[last] === 1 && chars[last] === '\n') out.pop()
-  }
-  let result = ''
-  for (const k of out) result += chars[k]
-  return result
+  if (n > kept) parts.push(text.slice(kept, n))
+  const result = parts.join('')
+  return lastKeptIsCodeLf ? result.slice(0, -1) : result
 }
 
 /** Normalized source code for identity (never for execution). */
