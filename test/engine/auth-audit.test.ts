@@ -3,21 +3,12 @@ import { MemoryLevel } from 'memory-level'
 import { describe, expect, it } from 'vitest'
 import { SvcError } from '../../src/core/errors.js'
 import { AuditLog, createMetrics, type AuditEntry, type LevelDatabase } from '../../src/engine/index.js'
-import { createTestEngine, principal } from '../fixtures/engine.js'
+import { createTestEngine, principal, rejectionOf } from '../fixtures/engine.js'
 
 const newDb = () => new MemoryLevel<string, unknown>({ valueEncoding: 'json' }) as unknown as LevelDatabase
 const base = { user: 'u', ip: '127.0.0.1', duration_ms: 1, rufid: null }
 const refusal = { ...base, operation: 'rufid.list', tenant: 'acme', result: 'rate_limited', code: 1005, key_id: 'k1', method: 'api_key' }
 const counted = (items: AuditEntry[]): number => items.reduce((n, e) => n + (e.count ?? 1), 0)
-
-async function failure(p: Promise<unknown>): Promise<SvcError> {
-  try {
-    await p
-  } catch (err) {
-    return err as SvcError
-  }
-  throw new Error('expected a rejection')
-}
 
 describe('audit log: rate-limit refusals', () => {
   it('writes the first refusal at once and counts the rest into one summary entry', async () => {
@@ -118,17 +109,17 @@ describe('audit log: who reads what (GET /api/v1/audit)', () => {
     expect(tenantsOf(await log.readAs(acmeAdmin, {}))).toEqual(['acme', 'acme.team1'])
     expect(tenantsOf(await log.readAs(acmeAdmin, { tenant: 'acme.team1' }))).toEqual(['acme.team1'])
     for (const tenant of ['globex', 'acmeco', '~none', 'default']) {
-      expect((await failure(log.readAs(acmeAdmin, { tenant }))).code, tenant).toBe(1003)
+      expect((await rejectionOf(log.readAs(acmeAdmin, { tenant }))).code, tenant).toBe(1003)
     }
     // narrowed to a namespace, an operator is an admin of that namespace only
-    expect((await failure(log.readAs(principal('default.team', ['rufid.admin']), { tenant: 'acme' }))).code).toBe(1003)
-    expect((await failure(log.readAs(principal('acme', ['rufid.read']), {}))).code).toBe(1003)
-    expect((await failure(log.readAs(operator, { tenant: 'bad tenant' }))).code).toBe(1006)
+    expect((await rejectionOf(log.readAs(principal('default.team', ['rufid.admin']), { tenant: 'acme' }))).code).toBe(1003)
+    expect((await rejectionOf(log.readAs(principal('acme', ['rufid.read']), {}))).code).toBe(1003)
+    expect((await rejectionOf(log.readAs(operator, { tenant: 'bad tenant' }))).code).toBe(1006)
   })
 
   it('without an operator tenant, no admin reads another tenant', async () => {
     const log = new AuditLog({ retentionDays: 0, sweepIntervalMs: 60_000 }, { db: newDb() })
-    expect((await failure(log.readAs(principal('default', ['rufid.admin']), { tenant: 'acme' }))).code).toBe(1003)
+    expect((await rejectionOf(log.readAs(principal('default', ['rufid.admin']), { tenant: 'acme' }))).code).toBe(1003)
   })
 })
 

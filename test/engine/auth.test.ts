@@ -2,19 +2,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { SvcError } from '../../src/core/errors.js'
 import { ApiKeyService, AuditLog, createMemoryKeyStorage, permissionsOf } from '../../src/engine/index.js'
 import { narrow } from '../../src/engine/auth/credential-authenticator.js'
-import { createTestEngine, principal } from '../fixtures/engine.js'
+import { createTestEngine, principal, rejectionOf } from '../fixtures/engine.js'
 
 const service = () => new ApiKeyService({ defaultExpiresDays: 90, maxExpiresDays: 3650 }, createMemoryKeyStorage())
 const admin = principal('acme', ['rufid.admin'])
-
-async function failure(p: Promise<unknown>): Promise<SvcError> {
-  try {
-    await p
-  } catch (err) {
-    return err as SvcError
-  }
-  throw new Error('expected a rejection')
-}
 
 describe('permissions (service-spec §5, decisions.md scopes)', () => {
   it('maps roles exactly as the spec table', () => {
@@ -45,7 +36,7 @@ describe('API keys', () => {
     expect(JSON.stringify(listed)).not.toContain(minted.api_key.split('_')[2])
     expect((await keys.verify(minted.api_key)).tenant_id).toBe('acme')
     const tampered = minted.api_key.slice(0, -1) + (minted.api_key.endsWith('A') ? 'B' : 'A')
-    expect((await failure(keys.verify(tampered))).reason).toBe('unauthenticated')
+    expect((await rejectionOf(keys.verify(tampered))).reason).toBe('unauthenticated')
   })
 
   it('expire after expires_days', async () => {
@@ -56,7 +47,7 @@ describe('API keys', () => {
     vi.setSystemTime(new Date('2026-01-02T23:59:59Z'))
     await expect(keys.verify(minted.api_key)).resolves.toBeTruthy()
     vi.setSystemTime(new Date('2026-01-03T00:00:01Z'))
-    expect((await failure(keys.verify(minted.api_key))).message).toMatch(/expired/)
+    expect((await rejectionOf(keys.verify(minted.api_key))).message).toMatch(/expired/)
   })
 
   it('default to the configured lifetime and refuse bad requests with 1006', async () => {
@@ -64,17 +55,17 @@ describe('API keys', () => {
     const minted = await keys.mint(admin, { name: 'ci', scopes: ['functions:read'] })
     expect(Date.parse(minted.expires_at!) - Date.now()).toBeGreaterThan(89 * 86_400_000)
     for (const bad of [{ name: '', scopes: ['admin'] }, { name: 'x', scopes: [] }, { name: 'x', scopes: ['admin'], expires_days: 0 }, { name: 'x', scopes: ['admin'], expires_days: 1.5 }, null]) {
-      expect((await failure(keys.mint(admin, bad))).code).toBe(1006)
+      expect((await rejectionOf(keys.mint(admin, bad))).code).toBe(1006)
     }
   })
 
   it('are minted and revoked only by admins of the same tenant', async () => {
     const keys = service()
-    expect((await failure(keys.mint(principal('acme', ['rufid.create']), { name: 'x', scopes: ['admin'] }))).code).toBe(1003)
+    expect((await rejectionOf(keys.mint(principal('acme', ['rufid.create']), { name: 'x', scopes: ['admin'] }))).code).toBe(1003)
     const minted = await keys.mint(admin, { name: 'x', scopes: ['functions:read'] })
-    expect((await failure(keys.revoke(principal('globex', ['rufid.admin']), minted.key_id))).code).toBe(1002)
+    expect((await rejectionOf(keys.revoke(principal('globex', ['rufid.admin']), minted.key_id))).code).toBe(1002)
     await keys.revoke(admin, minted.key_id)
-    expect((await failure(keys.verify(minted.api_key))).message).toMatch(/revoked/)
+    expect((await rejectionOf(keys.verify(minted.api_key))).message).toMatch(/revoked/)
   })
 
   it('minted for an operator with expires_days null never expire; absent, the default applies', async () => {
@@ -88,13 +79,13 @@ describe('API keys', () => {
   })
 
   it('refuse expires_days null over the API while keys expire by default, accept it when they do not', async () => {
-    const err = await failure(service().mint(admin, { name: 'x', scopes: ['functions:read'], expires_days: null }))
+    const err = await rejectionOf(service().mint(admin, { name: 'x', scopes: ['functions:read'], expires_days: null }))
     expect(err.code).toBe(1006)
     expect(err.message).toMatch(/never expires/)
     const lenient = new ApiKeyService({ defaultExpiresDays: null, maxExpiresDays: 3650 }, createMemoryKeyStorage())
     expect((await lenient.mint(admin, { name: 'x', scopes: ['functions:read'], expires_days: null })).expires_at).toBeNull()
     expect((await lenient.mint(admin, { name: 'y', scopes: ['functions:read'] })).expires_at).toBeNull()
-    expect((await failure(lenient.mint(admin, { name: 'z', scopes: ['functions:read'], expires_days: 3651 }))).code).toBe(1006)
+    expect((await rejectionOf(lenient.mint(admin, { name: 'z', scopes: ['functions:read'], expires_days: 3651 }))).code).toBe(1006)
   })
 
   it('are read from storage once, and a revocation is seen at once', async () => {
@@ -124,16 +115,16 @@ describe('API keys', () => {
     const racing = cold.verify(other.api_key)
     await cold.revoke(admin, other.key_id)
     await expect(racing).resolves.toMatchObject({ key_id: other.key_id })
-    expect((await failure(cold.verify(other.api_key))).message).toMatch(/revoked/)
+    expect((await rejectionOf(cold.verify(other.api_key))).message).toMatch(/revoked/)
     await keys.revoke(admin, minted.key_id)
-    expect((await failure(keys.verify(minted.api_key))).message).toMatch(/revoked/)
+    expect((await rejectionOf(keys.verify(minted.api_key))).message).toMatch(/revoked/)
   })
 
   it('accept an operator-chosen key (ADMIN_API_KEY) as given', async () => {
     const keys = service()
     await keys.mintFor('default', 'test', { name: 'admin', scopes: ['admin'], expires_days: null }, 'my-chosen-admin-key')
     expect((await keys.verify('my-chosen-admin-key')).scopes).toEqual(['admin'])
-    expect((await failure(keys.verify('my-chosen-admin-kez'))).code).toBe(1003)
+    expect((await rejectionOf(keys.verify('my-chosen-admin-kez'))).code).toBe(1003)
   })
 })
 
@@ -166,7 +157,7 @@ describe('audit log', () => {
     const page2 = await log.query({ tenant: 'acme', limit: 4, cursor: page1.next_cursor! })
     expect(page2.items).toHaveLength(2)
     expect(page2.next_cursor).toBeNull()
-    expect((await failure(log.query({ from: 'yesterday' }))).code).toBe(1006)
+    expect((await rejectionOf(log.query({ from: 'yesterday' }))).code).toBe(1006)
     const swept = await new AuditLog({ retentionDays: 30, sweepIntervalMs: 60_000 }, { db }).sweep()
     expect(swept).toBe(1)
     expect((await log.query({ tenant: 'acme' })).items).toHaveLength(5)

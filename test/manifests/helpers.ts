@@ -1,6 +1,8 @@
 import { SvcError } from '../../src/core/errors.js'
 import type { EngineComponents, LevelDatabase, LockfileGeneratorInit } from '../../src/engine/index.js'
-import { createTestEngine, type TestEngine } from '../fixtures/engine.js'
+import { createTestEngine, rejectionOf, type TestEngine } from '../fixtures/engine.js'
+
+export { rejectionOf }
 
 /** The shared test engine with lockfile generation pointed at a fixture index. */
 export function createManifestTestEngine(
@@ -8,17 +10,6 @@ export function createManifestTestEngine(
   options: { sandbox?: EngineComponents['sandbox']; db?: LevelDatabase } = {},
 ): Promise<TestEngine> {
   return createTestEngine({ ...options, lockfile })
-}
-
-/** The SvcError a promise rejects with (fails the test when it resolves or throws anything else). */
-export async function rejectionOf(p: Promise<unknown>): Promise<SvcError> {
-  try {
-    await p
-  } catch (err) {
-    if (err instanceof SvcError) return err
-    throw err
-  }
-  throw new Error('expected a rejection')
 }
 
 export const pointersOf = (err: SvcError): string[] => ((err.details.problems ?? []) as Array<{ pointer: string }>).map((p) => p.pointer)
