@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto'
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { readdir, readFile, stat } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { SvcError } from '../core/errors.js'
 import { computeRufid } from '../core/rufid.js'
 import type { Engine } from '../engine/engine.js'
+import { MAX_REMOTE_WHEEL_BYTES, sha256Of } from '../engine/execution/python-wheelhouse.js'
 import type { SvcMetrics } from '../engine/metrics.js'
 import type { CatalogChange, SyncBatch, VersionVector } from '../engine/replication/catalog-replica.js'
 import type { FederatedDiscovery, FederationNodeInfo, FederationPort } from '../engine/replication/federation-port.js'
@@ -18,8 +18,6 @@ export const SYNC_PROTOCOL = '/svc/sync/1.0.0'
 export const CODE_PROTOCOL = '/svc/code/1.0.0'
 export const REGISTER_PROTOCOL = '/svc/register/1.0.0'
 export const WHEEL_PROTOCOL = '/svc/wheel/1.0.0'
-/** the largest wheel served to or accepted from a member (it travels base64 in one message) */
-export const MAX_WHEEL_BYTES = 16 * 1024 * 1024
 
 export interface FederationInit extends FederationNodeInit {
   /** PeerIds of registry nodes to register with after start (may be empty: every member is a registry) */
@@ -67,8 +65,10 @@ export class Federation implements FederationPort {
    */
   private readonly holders = new Map<string, string>()
   /** this node's wheels: sha256 → path, and the file stamp each hash was computed for */
-  private readonly wheels = new Map<string, string>()
+  private wheels = new Map<string, string>()
   private readonly wheelStamps = new Map<string, { stamp: string; sha256: string }>()
+  /** each wheel directory's mtime when it was last indexed (adding or renaming a file changes it) */
+  private readonly wheelDirStamps = new Map<string, number>()
   private timer: NodeJS.Timeout | undefined
 
   constructor(init: FederationInit, components: FederationComponents) {
@@ -157,7 +157,6 @@ export class Federation implements FederationPort {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
     this.timer = undefined
-
     for (const u of this.unsubscribe.splice(0)) u()
     if (this.engine.federation === this) this.engine.attachFederation(undefined)
     await Promise.allSettled([...this.syncing.values()])
@@ -298,50 +297,65 @@ export class Federation implements FederationPort {
 
   // ---- wheels ------------------------------------------------------------------------------------
 
-  /** Hashes the wheels in `wheelDirs` (unchanged files are not hashed again) and indexes them. */
-  private indexWheels(): string[] {
+  /**
+   * Hashes the wheels in `wheelDirs` (unchanged files are not hashed again) and indexes them; reads
+   * asynchronously, so a large wheelhouse does not stall the node while it starts.
+   */
+  private async indexWheels(): Promise<string[]> {
     const found: string[] = []
-    this.wheels.clear()
+    const wheels = new Map<string, string>() // swapped in whole: a concurrent lookup never sees half an index
     for (const dir of this.init.wheelDirs ?? []) {
       let files: string[]
       try {
-        files = readdirSync(dir).filter((f) => f.endsWith('.whl') && !f.startsWith('.'))
+        this.wheelDirStamps.set(dir, (await stat(dir)).mtimeMs)
+        files = (await readdir(dir)).filter((f) => f.endsWith('.whl') && !f.startsWith('.'))
       } catch {
         continue
       }
       for (const file of files) {
         const path = join(dir, file)
         try {
-          const st = statSync(path)
-          if (!st.isFile() || st.size > MAX_WHEEL_BYTES) continue
+          const st = await stat(path)
+          if (!st.isFile() || st.size > MAX_REMOTE_WHEEL_BYTES) continue
           const stamp = `${st.size}:${st.mtimeMs}`
           let known = this.wheelStamps.get(path)
           if (known?.stamp !== stamp) {
-            known = { stamp, sha256: createHash('sha256').update(readFileSync(path)).digest('hex') }
+            known = { stamp, sha256: sha256Of(await readFile(path)) }
             this.wheelStamps.set(path, known)
           }
-          if (!this.wheels.has(known.sha256)) this.wheels.set(known.sha256, path)
+          if (!wheels.has(known.sha256)) wheels.set(known.sha256, path)
           found.push(known.sha256)
         } catch {
           // a file that vanished or cannot be read is not served
         }
       }
     }
+    this.wheels = wheels
     return found
   }
 
   /** Announces every wheel of this node as a DHT provider record keyed by its sha256. */
   private async provideWheels(): Promise<void> {
-    for (const sha of new Set(this.indexWheels())) await this.provide(sha)
+    for (const sha of new Set(await this.indexWheels())) await this.provide(sha)
   }
 
-  private serveWheel(request: { sha256?: unknown }): { filename: string; bytes: string } {
+  /** Whether a wheel directory changed (a file added, removed or renamed) since it was indexed. */
+  private async wheelDirsChanged(): Promise<boolean> {
+    for (const dir of this.init.wheelDirs ?? []) {
+      const mtime = await stat(dir).then((st) => st.mtimeMs, () => undefined)
+      if (mtime !== this.wheelDirStamps.get(dir)) return true
+    }
+    return false
+  }
+
+  private async serveWheel(request: { sha256?: unknown }): Promise<{ filename: string; bytes: string }> {
     const sha = request?.sha256
     if (typeof sha !== 'string' || !/^[0-9a-f]{64}$/.test(sha)) throw new SvcError('VALIDATION_FAILED', 'a wheel is asked for by its sha256 (64 lower-case hexadecimal digits)')
-    if (!this.wheels.has(sha)) this.indexWheels() // a wheel fetched or added since the last look
+    // a wheel fetched or added since the last look (a miss costs a stat per directory, not a rescan)
+    if (!this.wheels.has(sha) && await this.wheelDirsChanged()) await this.indexWheels()
     const path = this.wheels.get(sha)
-    const bytes = path === undefined ? undefined : readFileSync(path)
-    if (path === undefined || bytes === undefined || createHash('sha256').update(bytes).digest('hex') !== sha) {
+    const bytes = path === undefined ? undefined : await readFile(path).catch(() => undefined)
+    if (path === undefined || bytes === undefined || sha256Of(bytes) !== sha) {
       throw new SvcError('RUFID_NOT_FOUND', 'this node does not hold that wheel')
     }
     return { filename: basename(path), bytes: bytes.toString('base64') }
@@ -360,9 +374,9 @@ export class Federation implements FederationPort {
       tried.add(peerId)
       try {
         const answer = await this.node.request(peerId, WHEEL_PROTOCOL, { sha256: pin.sha256 }, 30_000) as { filename?: unknown; bytes?: unknown }
-        if (typeof answer.filename !== 'string' || typeof answer.bytes !== 'string' || answer.bytes.length > Math.ceil(MAX_WHEEL_BYTES / 3) * 4) return undefined
+        if (typeof answer.filename !== 'string' || typeof answer.bytes !== 'string' || answer.bytes.length > Math.ceil(MAX_REMOTE_WHEEL_BYTES / 3) * 4) return undefined
         const bytes = Buffer.from(answer.bytes, 'base64')
-        if (createHash('sha256').update(bytes).digest('hex') !== pin.sha256) {
+        if (sha256Of(bytes) !== pin.sha256) {
           this.log.warn({ peer_id: peerId, pin: `${pin.name}==${pin.version}` }, 'a member served a wheel that does not match its sha256: refused')
           return undefined
         }

@@ -87,16 +87,22 @@ export interface ResolvedWheel {
 }
 
 /**
- * The path of the wheel for `pin` in the first of `dirs` that holds one (a pure-Python wheel of that
- * name and version), or undefined. The hash is not checked here.
+ * A lookup of pins in `dirs`: the path of the wheel for a pin in the first directory that holds one
+ * (a pure-Python wheel of that name and version), or undefined. Each directory is listed once, when
+ * first needed. The hash is not checked here.
  */
-export function findWheel(dirs: readonly string[], pin: PipPin): string | undefined {
-  const key = `${normalizeName(pin.name)}==${normalizeVersion(pin.version)}`
-  for (const dir of dirs) {
-    const file = listWheels(dir).get(key)
-    if (file !== undefined) return join(dir, file)
+export function wheelFinder(dirs: readonly string[]): (pin: PipPin) => string | undefined {
+  const listings = new Map<string, Map<string, string>>()
+  return (pin) => {
+    const key = `${normalizeName(pin.name)}==${normalizeVersion(pin.version)}`
+    for (const dir of dirs) {
+      let listing = listings.get(dir)
+      if (listing === undefined) listings.set(dir, (listing = listWheels(dir)))
+      const file = listing.get(key)
+      if (file !== undefined) return join(dir, file)
+    }
+    return undefined
   }
-  return undefined
 }
 
 /** Whether `file` is a pure-Python wheel's name for exactly `pin`'s name and version. */
@@ -118,8 +124,9 @@ export function readWheels(dirs: readonly string[], pins: readonly PipPin[]): Re
   const missing: string[] = []
   const problems: string[] = []
   const resolved: ResolvedWheel[] = []
+  const findWheel = wheelFinder(dirs)
   for (const pin of pins) {
-    const path = findWheel(dirs, pin)
+    const path = findWheel(pin)
     if (path === undefined) {
       missing.push(pinLabel(pin))
       continue

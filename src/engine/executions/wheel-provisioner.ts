@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SvcError, isSvcError } from '../../core/errors.js'
-import { checkPins, findWheel, isWheelFileOf, MAX_REMOTE_WHEEL_BYTES, pinLabel, sha256Of } from '../execution/python-wheelhouse.js'
+import { checkPins, isWheelFileOf, MAX_REMOTE_WHEEL_BYTES, pinLabel, sha256Of, wheelFinder } from '../execution/python-wheelhouse.js'
 import type { PipPin } from '../execution/types.js'
 import type { FederationPort } from '../replication/federation-port.js'
 
@@ -52,7 +52,8 @@ export class WheelProvisioner {
       if (isSvcError(err)) return
       throw err
     }
-    const missing = pins.filter((p) => findWheel(this.dirs, p) === undefined)
+    const findWheel = wheelFinder(this.dirs)
+    const missing = pins.filter((p) => findWheel(p) === undefined)
     const failures: Array<{ pin: string; reason: string }> = []
     await Promise.all(missing.map(async (pin) => {
       if (pin.sha256 === undefined) {
@@ -83,7 +84,8 @@ export class WheelProvisioner {
 
   private async fetchOnce(federation: FederationPort, pin: PipPin & { sha256: string }): Promise<void> {
     const wheel = await federation.fetchWheel!(pin)
-    // the port checked the hash; the file name is checked here, where it becomes a path
+    // the port checked the hash, checked again here where the bytes become a file the sandbox
+    // installs; the file name is checked here, where it becomes a path
     if (!isWheelFileOf(wheel.filename, pin)) throw new Error(`a peer named its wheel ${JSON.stringify(wheel.filename)}, not a pure-Python wheel of ${pinLabel(pin)}`)
     if (wheel.bytes.byteLength > MAX_REMOTE_WHEEL_BYTES || sha256Of(wheel.bytes) !== pin.sha256) throw new Error('a peer served a wheel that does not match the pin')
     const dir = this.init.cacheDir!
