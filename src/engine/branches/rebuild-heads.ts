@@ -34,6 +34,11 @@ const legacyId = (seq: number): string => `legacy-${String(seq).padStart(10, '0'
 /** The id a head is known by when a new move names it as its parent. */
 export const moveIdOfHead = (head: BranchHead): string => head.move_id ?? legacyId(head.seq)
 
+/** A move with an id, completed: no parent is a creation; the target defaults to its ledger entry's. */
+export function placeMove(move: BranchMove & { id: string }, entry: Pick<LedgerEntry, 'version' | 'rufid_short'>): PlacedMove {
+  return { ...move, parent: move.parent ?? null, version: move.version ?? entry.version, rufid_short: move.rufid_short ?? entry.rufid_short }
+}
+
 /**
  * Gives every move an id and a parent: moves recorded before branches replicated have neither, and
  * form one line in `seq` order (`legacy-<seq>`, each the parent of the next).
@@ -44,12 +49,12 @@ function place(moves: Array<{ move: BranchMove; entry: LedgerEntry }>): PlacedMo
   let previous: string | null = null
   for (const { move, entry } of legacy) {
     const id = legacyId(move.seq)
-    placed.set(id, { ...move, id, parent: previous, version: move.version ?? entry.version, rufid_short: move.rufid_short ?? entry.rufid_short })
+    placed.set(id, placeMove({ ...move, id, parent: previous }, entry))
     previous = id
   }
   for (const { move, entry } of moves) {
     if (move.id === undefined || placed.has(move.id)) continue
-    placed.set(move.id, { ...move, id: move.id, parent: move.parent ?? null, version: move.version ?? entry.version, rufid_short: move.rufid_short ?? entry.rufid_short })
+    placed.set(move.id, placeMove({ ...move, id: move.id }, entry))
   }
   return [...placed.values()]
 }

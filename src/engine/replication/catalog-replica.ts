@@ -2,7 +2,8 @@ import { createHash, randomUUID } from 'node:crypto'
 import type { AbstractSublevel } from 'abstract-level'
 import { canonicalJson } from '../../core/canonical-json.js'
 import { SvcError } from '../../core/errors.js'
-import { branchStates, mergeMoves, type BranchFork, type PlacedMove } from '../branches/rebuild-heads.js'
+import { isShortRufid } from '../../core/rufid.js'
+import { branchStates, mergeMoves, placeMove, type BranchFork, type PlacedMove } from '../branches/rebuild-heads.js'
 import { BRANCH_NAME, type BranchedLedgerEntry, type BranchMove } from '../branches/types.js'
 import { Mutex } from '../mutex.js'
 import type { CatalogStore, LevelDatabase } from '../storage/catalog-store.js'
@@ -250,7 +251,7 @@ export class CatalogReplica {
    */
   async recordLocalMove(ledger: LedgerEntry, move: BranchMove): Promise<CatalogChange | undefined> {
     if (!this.started || move.id === undefined) return undefined
-    const placed: PlacedMove = { ...move, id: move.id, parent: move.parent ?? null, version: move.version ?? ledger.version, rufid_short: move.rufid_short ?? ledger.rufid_short }
+    const placed = placeMove({ ...move, id: move.id }, ledger)
     return this.recordOwn({
       kind: 'branch', origin: this.origin, seq: (this.vector[this.origin] ?? 0) + 1, hlc: this.clock.now(), op: 'updated',
       key: branchChangeKey(ledger.tenant_id, ledger.function_name, move.branch),
@@ -499,7 +500,7 @@ function isChange(value: unknown): value is CatalogChange {
       typeof m === 'object' && m !== null && typeof m.branch === 'string' && BRANCH_NAME.test(m.branch) &&
       typeof m.id === 'string' && m.id.length > 0 && m.id.length <= MAX_MOVE_ID &&
       (m.parent === null || (typeof m.parent === 'string' && m.parent.length <= MAX_MOVE_ID && m.parent !== m.id)) &&
-      Number.isInteger(m.version) && (m.version ?? 0) > 0 && typeof m.rufid_short === 'string' && /^[A-Za-z0-9]{12}$/.test(m.rufid_short) &&
+      Number.isInteger(m.version) && (m.version ?? 0) > 0 && isShortRufid(m.rufid_short) &&
       Number.isInteger(m.seq) && typeof m.key_hash === 'string' && typeof m.moved_at === 'string' && typeof m.moved_by === 'string' &&
       c.key === branchChangeKey(c.tenant_id, c.function_name, m.branch)
   }
