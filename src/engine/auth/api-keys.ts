@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
 import { SvcError, validationFailed } from '../../core/errors.js'
+import { LruCache } from '../lru.js'
 import { base62 } from '../../core/rufid.js'
 import { requirePermission } from '../authz.js'
 import type { Principal } from '../types.js'
@@ -104,7 +105,7 @@ export class ApiKeyService {
    * costs no storage read. Coherent because this service is the only writer of its storage while
    * the node runs (`svc keys create --admin` needs the node stopped); unknown ids are not cached.
    */
-  private readonly cache = new Map<string, ApiKeyRecord>()
+  private readonly cache = new LruCache<ApiKeyRecord>(CACHE_ENTRIES, () => undefined)
   /** bumped by every write, so a read that overlapped a write (a revocation) is not cached */
   private writes = 0
 
@@ -171,15 +172,14 @@ export class ApiKeyService {
   }
 
   private async lookup(keyId: string): Promise<ApiKeyRecord | undefined> {
-    const cached = this.cache.get(keyId)
+    const cached = this.cache.take(keyId)
     if (cached) {
-      this.cache.delete(keyId)
-      this.cache.set(keyId, cached)
+      this.cache.put(keyId, cached) // most recently used
       return cached
     }
     const writes = this.writes
     const record = await this.storage.get(keyId)
-    if (record && writes === this.writes) this.remember(record)
+    if (record && writes === this.writes) this.cache.put(record.key_id, record)
     return record
   }
 
@@ -191,13 +191,7 @@ export class ApiKeyService {
     } finally {
       this.writes++
     }
-    this.remember(record)
-  }
-
-  private remember(record: ApiKeyRecord): void {
-    this.cache.delete(record.key_id)
-    this.cache.set(record.key_id, record)
-    if (this.cache.size > CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!)
+    this.cache.put(record.key_id, record)
   }
 
   async list(principal: Principal): Promise<Array<Omit<ApiKeyRecord, 'secret_sha256'>>> {

@@ -3,7 +3,7 @@ import { isSvcError, SvcError } from '../../core/errors.js'
 import { toWireError, type ExecuteJob, type WireOutcome } from './ipc.js'
 import { runCall } from './js-call.js'
 import { compileJavaScript, toJavaScript, type CompiledSource } from './js-compile.js'
-import type { LruCache } from './lru.js'
+import type { LruCache } from '../lru.js'
 import type { LanguageRuntime, RunHooks, WarmEntry } from './runtime.js'
 
 /** One isolate kept warm for a key, with the source compiled for it. */

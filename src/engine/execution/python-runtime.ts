@@ -1,6 +1,6 @@
 import { isSvcError, SvcError } from '../../core/errors.js'
 import { toWireError, type ExecuteJob, type WireOutcome } from './ipc.js'
-import type { LruCache } from './lru.js'
+import type { LruCache } from '../lru.js'
 import { PythonInterpreter, type Envelope, type InterpreterRun, type PyHandle } from './python-interpreter.js'
 import { lockDigest, readWheels } from './python-wheelhouse.js'
 import type { LanguageRuntime, RunHooks, WarmEntry } from './runtime.js'

@@ -15,7 +15,7 @@ import {
   type WorkerMessage,
 } from './ipc.js'
 import { JsRuntime } from './js-runtime.js'
-import { LruCache } from './lru.js'
+import { LruCache } from '../lru.js'
 import { PythonRuntime } from './python-runtime.js'
 import type { LanguageRuntime, WarmEntry } from './runtime.js'
 

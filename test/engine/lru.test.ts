@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { LruCache } from '../../../src/engine/execution/lru.js'
+import { LruCache } from '../../src/engine/lru.js'
 
 describe('LruCache', () => {
   it('evicts the least recently used entry beyond capacity', () => {
