@@ -119,6 +119,7 @@ const whoami = z.object({
 const functionSource = z.object({
   rufid: z.string(), rufid_short: z.string(), version: z.string(), function_name: z.string(), language: z.string(),
   signature: z.string(), content_digest: z.string(), source_code: z.string(),
+  imports: z.object({ typescript: z.string(), python: z.string(), go: z.string() }).describe('import statement per client language'),
 })
 const signatureAnswer = z.object({
   signature: z.string(),

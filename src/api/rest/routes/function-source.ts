@@ -1,12 +1,12 @@
 import type { Router } from '@koa/router'
-import { fullRufidOf } from '../../../engine/index.js'
+import { fullRufidOf, importStatement } from '../../../engine/index.js'
 import type { RestApiComponents, RestState } from '../app.js'
 import { principalOf } from '../app.js'
 import { queryString } from '../request.js'
 
 /**
  * `GET /api/v1/functions/{rufid}/source`: the source code of a version (the newest live one without
- * `version`), with what a reader needs beside it. Needs rufid.read, like resolve; a node that lacks
+ * `version`), with what a reader needs beside it (signature, digest, each client's import statement). Needs rufid.read, like resolve; a node that lacks
  * the code (replicated metadata) fetches it from a member first, digest-checked.
  */
 export function registerFunctionSourceRoutes(router: Router<RestState>, { engine }: RestApiComponents): void {
@@ -25,6 +25,12 @@ export function registerFunctionSourceRoutes(router: Router<RestState>, { engine
       signature: fn.signature,
       content_digest: fn.content_digest,
       source_code: fn.source_code,
+      // how each client imports it (decisions.md "Import statements")
+      imports: {
+        typescript: importStatement('typescript', fn.rufid_short, fn.function_name),
+        python: importStatement('python', fn.rufid_short, fn.function_name),
+        go: importStatement('go', fn.rufid_short, fn.function_name),
+      },
     }
   })
 }
