@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, ApiError, session, setUnauthorizedListener, type Identity, type NodeInfo } from './api'
 import { eventStream } from './events'
 import { ErrorView } from './components/error-view'
@@ -87,10 +87,17 @@ export function App() {
 
   // each navigation: a title, and focus on the new page's heading (screen readers announce it)
   const page = PAGES.find((p) => p.path === route.parts[0])
+  const shown = useRef(false)
   useEffect(() => {
     document.title = `${page?.title ?? (route.parts[0] === 'functions' ? 'Function' : 'Sign in')} · svc-node console`
     const heading = document.getElementById('page-title')
-    if (heading && document.activeElement !== heading && route.parts.length > 0) heading.focus({ preventScroll: false })
+    if (!heading || state.phase === 'loading') return
+    // not on the first page shown: a fresh load starts at the top (the skip link comes first)
+    if (!shown.current) {
+      shown.current = true
+      return
+    }
+    if (document.activeElement !== heading) heading.focus()
   }, [route.parts.join('/'), state.phase])
 
   if (state.phase === 'loading') return <main id="main" class="main"><p role="status">Connecting to the node…</p></main>

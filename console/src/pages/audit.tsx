@@ -6,14 +6,20 @@ import { formatTime, Loading, PageTitle } from '../components/misc'
 interface Entry { id: string; timestamp: string; operation: string; rufid: string | null; user: string | null; tenant: string | null; ip: string; result: string; duration_ms: number; code?: number; count?: number }
 interface Filters { from: string; to: string; tenant: string; operation: string; rufid: string; limit: string }
 
-const EMPTY: Filters = { from: '', to: '', tenant: '', operation: '', rufid: '', limit: '50' }
+/** `datetime-local` value of a moment (local time, minutes) */
+const localInput = (ms: number): string => {
+  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000)
+  return d.toISOString().slice(0, 16)
+}
+/** the last hour by default: entries come oldest first, so an unbounded first page would be months old */
+const defaults = (): Filters => ({ from: localInput(Date.now() - 3_600_000), to: '', tenant: '', operation: '', rufid: '', limit: '50' })
 /** `datetime-local` (local time) → ISO 8601 */
 const iso = (local: string): string => (local ? new Date(local).toISOString() : '')
 
 /** The audit log with filters and cursor paging (admins read their tenant, operators every tenant). */
 export function AuditPage() {
-  const [form, setForm] = useState<Filters>(EMPTY)
-  const [applied, setApplied] = useState<Filters>(EMPTY)
+  const [form, setForm] = useState<Filters>(defaults)
+  const [applied, setApplied] = useState<Filters>(form)
   const [cursors, setCursors] = useState<string[]>([])
   const [page, setPage] = useState<{ items: Entry[]; next_cursor: string | null } | undefined>()
   const [error, setError] = useState<unknown>()
@@ -40,6 +46,7 @@ export function AuditPage() {
   return (
     <section aria-labelledby="page-title">
       <PageTitle>Audit log</PageTitle>
+      <p class="muted">Oldest first within the filters; every operation, refusals included.</p>
       <form class="filters" onSubmit={(e) => { e.preventDefault(); setCursors([]); setApplied(form) }} aria-label="Filter the audit log">
         {field('from', 'From', 'datetime-local')}
         {field('to', 'To', 'datetime-local')}
@@ -54,7 +61,7 @@ export function AuditPage() {
         </div>
         <div class="field buttons">
           <button type="submit" class="button primary">Apply</button>
-          <button type="button" class="button" onClick={() => { setForm(EMPTY); setCursors([]); setApplied(EMPTY) }}>Reset</button>
+          <button type="button" class="button" onClick={() => { const d = defaults(); setForm(d); setCursors([]); setApplied(d) }}>Reset</button>
         </div>
       </form>
       {error !== undefined && <ErrorView error={error} title="The audit log could not be read" />}
