@@ -7,7 +7,7 @@ export interface ChartSeries {
 
 const W = 600
 const H = 180
-const PAD = { left: 48, right: 12, top: 12, bottom: 28 }
+const PAD = { left: 64, right: 12, top: 16, bottom: 36 }
 
 const fmt = (n: number): string => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2).replace(/\.?0+$/, '') || '0')
 const timeOf = (iso: string): string => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
