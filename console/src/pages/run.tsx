@@ -7,10 +7,16 @@ import { href, navigate, type Route } from '../router'
 interface Parameter { name: string; optional: boolean; rest: boolean }
 interface Executed { result: unknown; execution_time_ms: number; status: string; execution_id: string }
 
-/** `{ "a": null, "b": null }` from the signature's parameters (a rest parameter takes a list). */
+const argName = (p: Parameter): string => (p.name.startsWith('$') ? `arg${p.name.slice(1)}` : p.name)
+
+/**
+ * `{ "a": null, "b": null }` from the signature's required parameters (a rest parameter takes a
+ * list); parameters with a default are left out, so their defaults apply unless the operator adds them.
+ */
 function templateOf(parameters: Parameter[]): string {
-  if (parameters.length === 0) return '{}'
-  return JSON.stringify(Object.fromEntries(parameters.map((p) => [p.name.startsWith('$') ? `arg${p.name.slice(1)}` : p.name, p.rest ? [] : null])), null, 2)
+  const required = parameters.filter((p) => !p.optional)
+  if (required.length === 0) return '{}'
+  return JSON.stringify(Object.fromEntries(required.map((p) => [argName(p), p.rest ? [] : null])), null, 2)
 }
 
 function Logs({ logs }: { logs: ExecutionRecord['logs'] }) {
@@ -46,6 +52,7 @@ export function RunPage({ route }: { route: Route }) {
   const [pick, setPick] = useState(short)
   const [meta, setMeta] = useState<FunctionMetadata | undefined>()
   const [args, setArgs] = useState('')
+  const [optional, setOptional] = useState<string[]>([])
   const [loadError, setLoadError] = useState<unknown>()
   const [busy, setBusy] = useState(false)
   const [executed, setExecuted] = useState<Executed | undefined>()
@@ -68,6 +75,7 @@ export function RunPage({ route }: { route: Route }) {
         if (!live) return
         setMeta(m)
         setArgs(templateOf(sig.parameters))
+        setOptional(sig.parameters.filter((p) => p.optional).map(argName))
       })
       .catch((err: unknown) => live && setLoadError(err))
     return () => {
@@ -126,7 +134,11 @@ export function RunPage({ route }: { route: Route }) {
             <code>{meta.signature}</code> · {meta.language} · <code class="rufid">{meta.full_rufid}</code>
           </p>
           <label for="run-arguments">Arguments (JSON: an object of named arguments, or an array of positional ones)</label>
-          <textarea id="run-arguments" class="code-input" rows={8} spellcheck={false} value={args} onInput={(e) => setArgs((e.target as HTMLTextAreaElement).value)} />
+          <textarea id="run-arguments" class="code-input" rows={8} spellcheck={false} value={args} onInput={(e) => setArgs((e.target as HTMLTextAreaElement).value)}
+            aria-describedby="run-arguments-help" />
+          <p id="run-arguments-help" class="help">
+            {optional.length > 0 ? `Optional (their defaults apply when left out): ${optional.join(', ')}.` : 'Replace each null with a value.'}
+          </p>
           <button type="submit" class="button primary" disabled={busy}>{busy ? 'Running…' : 'Run'}</button>
         </form>
       )}
