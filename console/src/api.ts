@@ -98,22 +98,9 @@ export interface Identity {
   admin: boolean
 }
 
-export interface FunctionMetadata {
-  rufid: string
-  full_rufid: string
-  function_name: string
-  signature: string
-  language: string
-  version: string
-  created_at: string
-  author: string
-  tenant_id: string
-  description: string
-  tags: string[]
-  dependencies: string[]
-  content_digest: string
-  metrics?: { usage_count: number; avg_execution_time_ms: number; success_rate: number }
-}
+// the client SDK's wire types (type-only: nothing of it is bundled)
+import type { FunctionMetadata } from '../../src/client/types.js'
+export type { FunctionMetadata }
 
 export interface Pagination {
   total: number

@@ -4,27 +4,7 @@
 // the `svc.bearer.<base64url>` subprotocol (browsers cannot set headers on a WebSocket; a URL would
 // leak it into logs); the node selects `svc.events` and never echoes the key.
 
-export interface ExecutionPayload {
-  execution_id: string
-  rufid: string
-  rufid_short: string
-  version: string
-  tenant_id: string
-  function_name: string
-  status: string
-  execution_time_ms: number
-  error_code: number | null
-  timestamp: string
-}
-
-export interface SystemPayload {
-  type: string
-  tenant_id: string | null
-  rufid: string | null
-  message: string
-  timestamp: string
-  data: Record<string, unknown>
-}
+import type { ExecutionEvent as ExecutionPayload, SystemEvent as SystemPayload } from '../../src/client/types.js'
 
 export type LiveEvent =
   | { seq: number; channel: 'executions'; payload: ExecutionPayload }
