@@ -25,4 +25,12 @@ if command -v go >/dev/null 2>&1; then
   echo "svc-node setup: grpcurl (a real external gRPC client for the tests) into .tools/bin…"
   bash scripts/ensure-grpcurl.sh >/dev/null
 fi
+# The operator console's browser tests (test/console/) drive Debian's Chromium through playwright-core.
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
+  echo "svc-node setup: installing Debian's chromium for the console's browser tests…"
+  SUDO=""
+  if [ "$(id -u)" != "0" ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+fi
 echo "svc-node setup: done"

@@ -12,13 +12,13 @@ import type { SvcConfig } from './config.js'
  * the system's temporary directory, removed when the node exits: never the data directory, which
  * holds no key in clear). Standard mode: minted on the first start of an empty key store (when
  * `auth.bootstrap_admin_key`), printed once, never stored in clear. Both never expire: a node
- * must not lock out its only administrator after the default key lifetime.
+ * must not lock out its only administrator after the default key lifetime. True when a key was printed.
  */
 export async function announceAdminKey(
   engine: Engine,
   config: Readonly<SvcConfig>,
   { env, logger, announce = (t: string) => process.stdout.write(t) }: { env: NodeJS.ProcessEnv; logger: Logger; announce?: ((text: string) => void) | undefined },
-): Promise<void> {
+): Promise<boolean> {
   const tenant = config.auth.default_tenant
   const request = { name: 'admin', scopes: ['admin'], expires_days: null }
   if (engine.authMode === 'native') {
@@ -34,12 +34,14 @@ export async function announceAdminKey(
       announce(adminKeyBanner(minted.api_key, tenant, 'native test mode'))
     }
     logger.warn('native test mode: API keys live in memory and are lost at shutdown')
-    return
+    return !fixed
   }
   if (engine.authMode === 'standard' && config.auth.bootstrap_admin_key && (await engine.keys.count()) === 0) {
     const minted = await engine.keys.mintFor(tenant, 'system:bootstrap', request)
     announce(adminKeyBanner(minted.api_key, tenant, 'first start, no key existed'))
+    return true
   }
+  return false
 }
 
 /**

@@ -23,6 +23,7 @@ export const configSchema = z.object({
     share_base: z.string(),
     shutdown_grace_ms: z.number().int().min(0),
     metrics_access: z.enum(['public', 'admin', 'disabled']),
+    console: z.boolean(),
     tls: z.object({
       enabled: z.boolean(),
       cert_file: z.string(),
@@ -118,12 +119,13 @@ export const configSchema = z.object({
 export type SvcConfig = z.infer<typeof configSchema>
 
 /** Environment variables (service-spec names where it has them) and the config path they set. */
-const ENV: Array<[string, string[], 'string' | 'int']> = [
+const ENV: Array<[string, string[], 'string' | 'int' | 'boolean']> = [
   ['API_HOST', ['server', 'host'], 'string'],
   ['API_PORT', ['server', 'port'], 'int'],
   ['SVC_BODY_LIMIT_BYTES', ['server', 'body_limit_bytes'], 'int'],
   ['SVC_SHARE_BASE', ['server', 'share_base'], 'string'],
   ['SVC_METRICS_ACCESS', ['server', 'metrics_access'], 'string'],
+  ['SVC_CONSOLE', ['server', 'console'], 'boolean'],
   ['SVC_DATA_DIR', ['data_dir'], 'string'],
   ['SVC_PIP_INDEX_URL', ['lockfile', 'pip_index_url'], 'string'],
   ['SVC_NPM_REGISTRY_URL', ['lockfile', 'npm_registry_url'], 'string'],
@@ -202,6 +204,10 @@ export function loadConfig(options: LoadConfigOptions = {}): Readonly<SvcConfig>
     if (type === 'int') {
       if (!/^-?[0-9]+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got ${JSON.stringify(raw)}`)
       setPath(tree, path, Number(raw))
+    } else if (type === 'boolean') {
+      const flag = raw.trim().toLowerCase()
+      if (!['true', 'false', '1', '0'].includes(flag)) throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(raw)}`)
+      setPath(tree, path, flag === 'true' || flag === '1')
     } else {
       setPath(tree, path, raw)
     }

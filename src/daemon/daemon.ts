@@ -9,6 +9,7 @@ import { createGraphqlMiddleware } from '../api/graphql/http.js'
 import { attachGraphqlWs } from '../api/graphql/ws.js'
 import { createGrpcServer } from '../api/grpc/server.js'
 import { createRestApi } from '../api/rest/app.js'
+import { CONSOLE_PATH, isConsoleBuilt } from '../api/rest/console.js'
 import { attachEventSocket } from '../api/ws/event-socket.js'
 import { createSandbox } from '../engine/execution/index.js'
 import {
@@ -97,6 +98,8 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       bodyLimitBytes: config.server.body_limit_bytes,
       metricsAccess: config.server.metrics_access,
       openapi: { maxSourceBytes: config.registry.max_source_bytes, maxExpiresDays: config.auth.keys.max_expires_days, version: VERSION },
+      ...(config.server.console ? { console: {} } : {}),
+      node: { version: VERSION, sandboxWorkers: x.workers, federation: config.federation.enabled },
     },
     { engine, logger: logger.child({ component: 'rest' }), isDraining: () => draining },
   )
@@ -141,7 +144,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     },
     async start() {
       await engine.start()
-      await announceAdminKey(engine, config, { env, logger, announce })
+      const keyShown = await announceAdminKey(engine, config, { env, logger, announce })
       const tls = config.server.tls
       server = tls.enabled
         ? createTlsServer({
@@ -183,6 +186,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       federation = await startDaemonFederation(config.federation, {
         engine, logger: logger.child({ component: 'federation' }), metrics: engine.metrics, dataDir: config.data_dir, endpoint: url, wheelDirs,
       })
+      if (config.server.console) announceConsole(url, keyShown, engine.authMode, announce, logger)
       // every door listens: node.started is the lifecycle event each new system subscriber gets first
       engine.announceStarted({ version: VERSION })
       logger.info({ url, grpc: grpcUrl ?? null, data_dir: config.data_dir, peer_id: federation?.peerId ?? null, p2p: federation?.multiaddrs ?? [] }, 'svc-node listening')
@@ -210,6 +214,18 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       logger.info('svc-node stopped')
     },
   }
+}
+
+/** Prints where the operator console is, beside the one-time admin key when one was just shown. */
+function announceConsole(url: string, keyShown: boolean, mode: Engine['authMode'], announce: ((text: string) => void) | undefined, logger: Logger): void {
+  if (!isConsoleBuilt()) {
+    logger.warn('the operator console is not built (run npm run build); /console/ answers 404')
+    return
+  }
+  const how = mode === 'none' ? 'local mode: no sign-in' : keyShown ? 'sign in with the ADMIN_API_KEY above' : 'sign in with an API key'
+  const text = `svc-node console: ${url}${CONSOLE_PATH}  (${how})\n`
+  if (announce) announce(text)
+  else process.stdout.write(text)
 }
 
 const ruleOf = (r: { points: number; window_s: number }) => ({ points: r.points, windowSeconds: r.window_s })

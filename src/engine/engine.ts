@@ -13,6 +13,7 @@ import { RateLimits, type RateLimitsInit } from './limits/rate-limits.js'
 import { publishFunction } from './registry/publish.js'
 import { DEFAULT_MAX_INDEXED_FUNCTIONS, Marketplace, type MarketplaceInit } from './search/marketplace.js'
 import { functionTelemetry, type FunctionTelemetry } from './telemetry/telemetry.js'
+import { functionTelemetrySeries, type TelemetrySeries } from './telemetry/telemetry-series.js'
 import type { CreateResult, FunctionTarget } from './registry/function-registry.js'
 import type { SvcMetrics } from './metrics.js'
 import { FunctionRegistry, type FunctionRegistryInit } from './registry/function-registry.js'
@@ -96,6 +97,8 @@ export interface Engine {
   publish(principal: Principal, body: unknown): Promise<CreateResult>
   /** latency, error rate and cost of one function over a window such as `15m` */
   telemetry(principal: Principal, target: FunctionTarget, window: string): Promise<FunctionTelemetry>
+  /** the same over a window cut into `buckets` equal buckets, for charts */
+  telemetrySeries(principal: Principal, target: FunctionTarget, window: string, buckets: number): Promise<TelemetrySeries>
   start(): Promise<void>
   /**
    * Publishes `node.started`: call it once the node's doors listen (before that nobody can be
@@ -180,6 +183,9 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     },
     telemetry(principal, target, window) {
       return functionTelemetry(principal, target, window, { store, functions })
+    },
+    telemetrySeries(principal, target, window, buckets) {
+      return functionTelemetrySeries(principal, target, window, buckets, { store, functions })
     },
     start() {
       starting ??= (async () => {

@@ -19,6 +19,7 @@ export {
   DEFAULT_MAX_INDEXED_FUNCTIONS, Marketplace, type Listing, type MarketplaceInit, type MarketplaceQuery, type MarketplaceResult, type MarketplaceStats,
 } from './search/marketplace.js'
 export { parseWindow, percentile, type FunctionTelemetry } from './telemetry/telemetry.js'
+export { MAX_TELEMETRY_BUCKETS, type TelemetrySeries, type TelemetryBucket } from './telemetry/telemetry-series.js'
 export { publishFunction, languageOfRuntime } from './registry/publish.js'
 export { createInputSchema } from './registry/create-input.js'
 export { publishInputSchema } from './registry/publish.js'

@@ -6,10 +6,11 @@ import type { Engine } from '../engine/engine.js'
 import { MAX_REMOTE_WHEEL_BYTES, sha256Of } from '../engine/execution/python-wheelhouse.js'
 import type { SvcMetrics } from '../engine/metrics.js'
 import type { CatalogChange, SyncBatch, VersionVector } from '../engine/replication/catalog-replica.js'
-import type { FederatedDiscovery, FederationNodeInfo, FederationPort } from '../engine/replication/federation-port.js'
+import type { FederatedDiscovery, FederationMemberStatus, FederationNodeInfo, FederationPort } from '../engine/replication/federation-port.js'
 import type { FunctionVersion, Principal } from '../engine/types.js'
 import { CertificateVerifier, MembershipError } from './certificates.js'
 import { noopLogger, type FederationLogger } from './logger.js'
+import { MemberStatusService } from './member-status.js'
 import { createFederationNode, type FederationMember, type FederationNode, type FederationNodeInit, type NodeRegistration } from './node.js'
 
 export const CATALOG_TOPIC = 'svc/catalog/1'
@@ -70,6 +71,7 @@ export class Federation implements FederationPort {
   /** each wheel directory's mtime when it was last indexed (adding or renaming a file changes it) */
   private readonly wheelDirStamps = new Map<string, number>()
   private timer: NodeJS.Timeout | undefined
+  private readonly memberStatusService: MemberStatusService
 
   constructor(init: FederationInit, components: FederationComponents) {
     this.init = init
@@ -81,6 +83,7 @@ export class Federation implements FederationPort {
       logger: this.log,
       onMembersChanged: (count) => this.metrics?.federationNodesActive.set(count),
     })
+    this.memberStatusService = new MemberStatusService({ node: this.node, replica: this.engine.replication, registered: () => this.registered })
   }
 
   get nodeId(): string {
@@ -110,6 +113,7 @@ export class Federation implements FederationPort {
     await this.node.handleMembers(CODE_PROTOCOL, async (request) => this.serveCode(request as { tenant_id: string; rufid_short: string; version: number; content_digest: string }))
     await this.node.handleMembers(REGISTER_PROTOCOL, async (request) => this.register(request))
     await this.node.handleMembers(WHEEL_PROTOCOL, async (request) => this.serveWheel(request as { sha256?: unknown }))
+    await this.memberStatusService.start()
     this.unsubscribe.push(replica.onLocalChange((change) => this.announce(change)))
     this.unsubscribe.push(replica.onConflict((conflict) => {
       const what = conflict.kind === 'branch'
@@ -435,6 +439,10 @@ export class Federation implements FederationPort {
     for (const m of this.node.members()) out.set(m.peerId, info(m.registration, false, m.verified_at))
     for (const [id, r] of this.registered) if (!out.has(id)) out.set(id, info(r, false, null))
     return [...out.values()].sort((a, b) => (a.self ? -1 : b.self ? 1 : a.node_id.localeCompare(b.node_id)))
+  }
+
+  memberStatus(): Promise<FederationMemberStatus[]> {
+    return this.memberStatusService.statuses()
   }
 
   /** Checks a registration's certificate against its node_id, broadcasts it, returns the node list. */

@@ -13,6 +13,13 @@ import { registerExecutionRoutes } from './routes/executions.js'
 import { registerSystemRoutes } from './routes/system.js'
 import { registerV1Routes } from './routes/v1.js'
 import { registerFederationRoutes } from './routes/federation.js'
+import { createConsoleMiddleware, type ConsoleInit } from './console.js'
+import { registerNodeInfoRoutes, type NodeInfoInit } from './routes/node-info.js'
+import { registerWhoamiRoutes } from './routes/whoami.js'
+import { registerFunctionSourceRoutes } from './routes/function-source.js'
+import { registerSignatureRoutes } from './routes/signature.js'
+import { registerTelemetrySeriesRoutes } from './routes/telemetry-series.js'
+import { registerFederationMemberRoutes } from './routes/federation-members.js'
 
 export interface RestApiInit {
   /** request bodies above this get 413 and are not read further */
@@ -21,6 +28,10 @@ export interface RestApiInit {
   metricsAccess: 'public' | 'admin' | 'disabled'
   /** what `/openapi.json` states about limits and the version */
   openapi?: OpenApiInit
+  /** the operator console at `/console/` (and `GET /` → there); absent: not served (404) */
+  console?: ConsoleInit
+  /** what `GET /api/v1/node/info` states about the node */
+  node?: NodeInfoInit
 }
 
 export interface RestApiComponents {
@@ -110,6 +121,13 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
   registerAuthRoutes(router, components)
   registerV1Routes(router, components)
   registerFederationRoutes(router, components)
+  registerNodeInfoRoutes(router, init.node, components)
+  registerWhoamiRoutes(router, components)
+  registerFunctionSourceRoutes(router, components)
+  registerSignatureRoutes(router, components)
+  registerTelemetrySeriesRoutes(router, components)
+  registerFederationMemberRoutes(router, components)
+  if (init.console) app.use(createConsoleMiddleware(init.console))
   app.use(router.routes())
   app.use(router.allowedMethods())
   return app

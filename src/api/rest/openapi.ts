@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { MAX_BRANCH_KEY_LENGTH, MIN_BRANCH_KEY_LENGTH } from '../../engine/branches/branch-keys.js'
 import { createInputSchema, mintRequestSchema, publishInputSchema } from '../../engine/index.js'
 import { branchNameSchema, executeRequestSchema, invokeRequestSchema, resolveRequestSchema } from './routes/request-schemas.js'
+import { signatureRequestSchema } from './routes/signature.js'
 
 export interface OpenApiInit {
   maxSourceBytes: number
@@ -105,6 +106,38 @@ const nativeRequest = z.object({
   source_code: z.string().optional().describe('registers the function when the RUFID is unknown and the source hashes to it'),
   input_data: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(), signature: z.string().optional(), language: z.string().optional(),
 })
+// Reads the operator console needs (each in its own route file).
+const nodeInfoBody = z.object({
+  name: z.string(), version: z.string(), status: z.enum(['ready', 'starting', 'draining']), ready: z.boolean(),
+  started_at: z.string().nullable(), uptime_s: z.number().int(), auth_mode: z.enum(['standard', 'native', 'none']),
+  sandbox: z.object({ workers: z.number().int().nullable() }), federation: z.object({ enabled: z.boolean() }),
+})
+const whoami = z.object({
+  tenant_id: z.string(), user: z.string(), method: z.string(), key_id: z.string().nullable(),
+  permissions: z.array(z.enum(['rufid.create', 'rufid.read', 'rufid.execute', 'rufid.delete', 'rufid.admin'])), admin: z.boolean(),
+})
+const functionSource = z.object({
+  rufid: z.string(), rufid_short: z.string(), version: z.string(), function_name: z.string(), language: z.string(),
+  signature: z.string(), content_digest: z.string(), source_code: z.string(),
+  imports: z.object({ typescript: z.string(), python: z.string(), go: z.string() }).describe('import statement per client language'),
+})
+const signatureAnswer = z.object({
+  signature: z.string(),
+  parameters: z.array(z.object({ name: z.string(), optional: z.boolean(), rest: z.boolean() })).describe('named arguments bind to these, in order'),
+})
+const telemetrySeries = z.object({
+  rufid: z.string(), window: z.string(), bucket_ms: z.number(),
+  buckets: z.array(z.object({
+    start: z.string(), executions: z.number().int(), errors: z.number().int(), error_rate: z.number(),
+    latency_ms: z.object({ p50: z.number(), p95: z.number(), p99: z.number() }),
+  })),
+})
+const catalogDigest = z.object({ digest: z.string(), entries: z.number().int(), branch_moves: z.number().int() })
+const memberStatus = z.object({
+  node_id: z.string(), endpoint: z.string(), self: z.boolean(), connected: z.boolean(),
+  certificate: z.object({ subject: z.string(), serial: z.string(), expires_at: z.string() }).nullable(),
+  verified_at: z.string().nullable(), last_seen_at: z.string().nullable(), catalog: catalogDigest.nullable(), error: z.string().optional(),
+})
 const graphqlRequest = z.object({ query: z.string(), variables: z.record(z.string(), z.unknown()).nullable().optional(), operationName: z.string().nullable().optional() })
 const graphqlResponse = z.object({
   data: z.record(z.string(), z.unknown()).nullable().optional(),
@@ -184,8 +217,26 @@ export function buildOpenApi(init: OpenApiInit): Record<string, unknown> {
     '/v1/functions/{rufid}/executions': { post: { summary: 'Start an asynchronous execution; the body is the input', request: {}, response: z.object({ execution_id: z.string(), status: z.string() }), status: '202', params: rufidParam } },
     '/v1/executions/{id}': { get: { summary: 'An execution record', response: record } },
     '/v1/executions/{id}/logs': { get: { summary: 'Console output of an execution', response: z.object({ execution_id: z.string(), status: z.string(), logs: record.shape.logs }) } },
-    '/v1/marketplace/functions/search': { get: { summary: 'Full-text search with facets', response: search, query: ['q', 'language', 'tags', 'limit', 'offset'] } },
+    '/v1/marketplace/functions/search': { get: { summary: 'Full-text search with facets', response: search, query: ['q', 'language', 'tags', 'author', 'limit', 'offset'] } },
     '/v1/telemetry/functions/{rufid}': { get: { summary: 'Latency, error rate and cost over a window', response: telemetry, query: ['window'], params: rufidParam } },
+    '/api/v1/node/info': { get: { summary: 'Version, uptime, readiness, auth mode, sandbox workers, federation on/off (no credentials needed)', response: nodeInfoBody, auth: false } },
+    '/api/v1/auth/whoami': { get: { summary: "The caller's tenant, identity and permissions", response: whoami } },
+    '/api/v1/functions/{rufid}/source': { get: { summary: 'Source code of a version (the newest live one without version)', response: functionSource, query: ['version'], params: rufidParam } },
+    '/api/v1/functions/signature': {
+      post: {
+        summary: 'The signature the node derives from a source (rufid-v1 §10), or the parameters of a given signature; stores nothing',
+        request: signatureRequestSchema, response: signatureAnswer,
+      },
+    },
+    '/v1/telemetry/functions/{rufid}/series': {
+      get: { summary: 'Telemetry per bucket of a window (buckets 1–240, default 30; window default 1h)', response: telemetrySeries, query: ['window', 'buckets', 'version'], params: rufidParam },
+    },
+    '/api/v1/federation/members': {
+      get: {
+        summary: "Known nodes with certificate, last seen and each member's catalog digest beside this node's (2001 without federation)",
+        response: z.object({ node_id: z.string(), digest: z.string().nullable(), converged: z.boolean(), members: z.array(memberStatus) }),
+      },
+    },
     '/healthz': { get: { summary: 'Liveness', response: z.object({ status: z.string(), pid: z.number(), uptime_s: z.number() }), auth: false } },
     '/readyz': { get: { summary: 'Readiness (503 while starting or draining)', response: z.object({ status: z.enum(['ready', 'starting', 'draining']) }), auth: false } },
     '/metrics': {
@@ -204,7 +255,7 @@ export function buildOpenApi(init: OpenApiInit): Record<string, unknown> {
     },
     '/ws': {
       get: {
-        summary: 'WebSocket upgrade: execution and system events (JSON frames subscribe/unsubscribe/ping; credentials in Authorization or ?token=)',
+        summary: 'WebSocket upgrade: execution and system events (JSON frames subscribe/unsubscribe/ping; credentials in Authorization, the subprotocol svc.bearer.<base64url token> offered with svc.events, or ?token=)',
         response: { contentType: 'application/json', schema: {} }, status: '101', query: ['token', 'namespace'],
       },
     },

@@ -14,9 +14,11 @@ import {
  * The WebSocket event manager at `/ws`: real-time execution and system events (service-spec §6).
  *
  * Connecting: `ws[s]://<node>/ws` with `Authorization: Bearer <key>` (and optionally
- * `X-Svc-Namespace`). Browsers cannot set headers on a WebSocket, so `?token=<key>` (and
- * `?namespace=<ns>`) are accepted too — the token then appears in URLs: prefer short-lived keys
- * there and keep it out of proxy logs. A refused upgrade is an HTTP answer with the REST error body:
+ * `X-Svc-Namespace`). Browsers cannot set headers on a WebSocket: they offer the subprotocols
+ * `svc.events` and `svc.bearer.<base64url of the key>` (`new WebSocket(url, ['svc.events',
+ * 'svc.bearer.…'])`, as Kubernetes does), which keeps the key out of URLs; the node answers with
+ * `svc.events` only, never echoing the key. `?token=<key>` (and `?namespace=<ns>`) are accepted
+ * too — the token then appears in URLs: prefer short-lived keys there and keep it out of proxy logs. A refused upgrade is an HTTP answer with the REST error body:
  * 401 (no/invalid credentials), 403, 429 (rate limited, or the tenant already has
  * `maxConnectionsPerTenant` sockets open; with Retry-After), 503 (shutting down).
  *
@@ -63,6 +65,10 @@ export interface EventSocketComponents {
 }
 
 export const EVENT_SOCKET_PATH = '/ws'
+/** The subprotocol the node selects when a client offers it (browsers: with the bearer one below). */
+export const EVENTS_SUBPROTOCOL = 'svc.events'
+/** `svc.bearer.<base64url(token)>`: credentials a browser can send on a WebSocket without a URL. */
+export const BEARER_SUBPROTOCOL_PREFIX = 'svc.bearer.'
 export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 100
 const MAX_ID_LENGTH = 128
 
@@ -101,7 +107,11 @@ export function attachEventSocket(
 ): { close(): Promise<void> } {
   const { engine } = components
   const logger = components.logger.child({ component: 'event-socket' })
-  const wss = new WebSocketServer({ noServer: true, maxPayload: init.maxPayloadBytes, clientTracking: false })
+  const wss = new WebSocketServer({
+    noServer: true, maxPayload: init.maxPayloadBytes, clientTracking: false,
+    // the bearer subprotocol is never selected (never echoed): only svc.events, when offered
+    handleProtocols: (offered) => (offered.has(EVENTS_SUBPROTOCOL) ? EVENTS_SUBPROTOCOL : false),
+  })
   const byTenant = new Map<string, Set<Connection>>()
   /** sockets per tenant, counted from the moment an upgrade is accepted until its TCP socket closes */
   const reserved = new Map<string, number>()
@@ -412,13 +422,26 @@ function credentialsOf(req: IncomingMessage, url: URL): CredentialInput {
   const socket = req.socket as Partial<TLSSocket>
   const cert = socket.authorized && typeof socket.getPeerCertificate === 'function' ? socket.getPeerCertificate() : undefined
   return {
-    authorization: header('authorization') ?? (token ? `Bearer ${token}` : undefined),
+    authorization: header('authorization') ?? bearerOfSubprotocols(header('sec-websocket-protocol')) ?? (token ? `Bearer ${token}` : undefined),
     namespace: header('x-svc-namespace') ?? (url.searchParams.get('namespace') || undefined),
     ip: req.socket.remoteAddress ?? '',
     clientCertificate: cert && cert.subject
       ? { subject: Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join('\n'), fingerprint256: cert.fingerprint256 }
       : undefined,
   }
+}
+
+/** `Bearer <token>` from an offered `svc.bearer.<base64url>` subprotocol, if any. */
+function bearerOfSubprotocols(offered: string | undefined): string | undefined {
+  for (const protocol of offered?.split(',') ?? []) {
+    const p = protocol.trim()
+    if (!p.startsWith(BEARER_SUBPROTOCOL_PREFIX)) continue
+    const encoded = p.slice(BEARER_SUBPROTOCOL_PREFIX.length)
+    if (!/^[A-Za-z0-9_-]+$/.test(encoded)) return undefined
+    const token = Buffer.from(encoded, 'base64url').toString('utf8')
+    return token === '' ? undefined : `Bearer ${token}`
+  }
+  return undefined
 }
 
 /** HTTP status of a refused upgrade (this door's one mapping of svc codes). */

@@ -10,6 +10,23 @@ export interface FederationNodeInfo {
   verified_at: string | null
 }
 
+/** A member as an operator sees it: certificate, liveness and its catalog digest beside this node's. */
+export interface FederationMemberStatus {
+  node_id: string
+  endpoint: string
+  self: boolean
+  /** connected and verified now (false: known from a registration only) */
+  connected: boolean
+  certificate: { subject: string; serial: string; expires_at: string } | null
+  verified_at: string | null
+  /** when this node last heard from the member (its last answer; now for this node) */
+  last_seen_at: string | null
+  /** the member's replicated-catalog digest as it answered just now (null: it did not answer) */
+  catalog: { digest: string; entries: number; branch_moves: number } | null
+  /** why `catalog` is null */
+  error?: string
+}
+
 export interface FederatedDiscovery {
   rufid: string
   rufid_short: string
@@ -26,6 +43,8 @@ export interface FederatedDiscovery {
 export interface FederationPort {
   readonly nodeId: string
   nodes(): FederationNodeInfo[]
+  /** every known node with its certificate and catalog digest, asked of each member now */
+  memberStatus?(): Promise<FederationMemberStatus[]>
   /** checks a registration (certificate bound to node_id), broadcasts it and returns the node list */
   register(registration: unknown): Promise<FederationNodeInfo[]>
   discover(principal: Principal, rufid: string): Promise<FederatedDiscovery>

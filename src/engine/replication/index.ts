@@ -4,4 +4,4 @@ export {
 } from './catalog-replica.js'
 export { HybridLogicalClock } from './hlc.js'
 export type { RegistryReplicationHooks } from './registry-hooks.js'
-export type { FederationPort, FederatedDiscovery, FederationNodeInfo } from './federation-port.js'
+export type { FederationPort, FederatedDiscovery, FederationNodeInfo, FederationMemberStatus } from './federation-port.js'

@@ -92,6 +92,8 @@ export interface CompiledQuery {
   nothing: boolean
   /** lower case */
   language: string | undefined
+  /** exact */
+  author: string | undefined
   /** distinct */
   tags: string[]
   limit: number
@@ -101,6 +103,7 @@ export interface CompiledQuery {
 export interface QueryInput {
   q?: string | undefined
   language?: string | undefined
+  author?: string | undefined
   tags?: string[] | undefined
   limit?: number | undefined
   offset?: number | undefined
@@ -121,6 +124,7 @@ export function compileQuery(query: QueryInput): CompiledQuery {
     words,
     nothing: text !== '' && words.length === 0,
     language: query.language ? query.language.toLowerCase() : undefined,
+    author: query.author ? query.author : undefined,
     tags: [...new Set((query.tags ?? []).filter(Boolean))],
     limit,
     offset,

@@ -95,6 +95,7 @@ export async function scanSearch(
     if (q.nothing) continue
     const doc = analyze(fn)
     if (q.language !== undefined && doc.language !== q.language) continue
+    if (q.author !== undefined && doc.author !== q.author) continue
     if (q.tags.length > 0 && !q.tags.every((t) => doc.tags.includes(t))) continue
     let score = 0
     if (wordsOnly) {

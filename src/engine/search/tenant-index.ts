@@ -178,6 +178,8 @@ export class TenantIndex {
     if (q.nothing) return empty()
     const language = q.language === undefined ? -1 : this.languageIds.ids.get(q.language)
     if (language === undefined) return empty()
+    const author = q.author === undefined ? -1 : this.authorIds.ids.get(q.author)
+    if (author === undefined) return empty()
     const tags: number[] = []
     for (const t of q.tags) {
       const id = this.tagDict.ids.get(t)
@@ -208,6 +210,7 @@ export class TenantIndex {
       const short = this.shorts[slot]
       if (short === undefined) continue
       if (language >= 0 && this.languages[slot] !== language) continue
+      if (author >= 0 && this.authors[slot] !== author) continue
       if (tags.length > 0 && !this.hasTags(slot, tags)) continue
       let score = 0
       if (masks) {

@@ -3,7 +3,7 @@ import { requirePermission } from '../authz.js'
 import { timeOrderedLowerBound } from '../ids.js'
 import type { FunctionTarget, FunctionRegistry } from '../registry/function-registry.js'
 import type { CatalogStore } from '../storage/catalog-store.js'
-import type { Principal } from '../types.js'
+import type { FunctionVersion, Principal } from '../types.js'
 
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 const MAX_WINDOW_MS = 30 * 86_400_000
@@ -35,6 +35,51 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!
 }
 
+/** A finished execution of one function, as telemetry reads it. */
+export interface FinishedExecution {
+  /** when it started (ms since the epoch, from its time-ordered id) */
+  at: number
+  execution_time_ms: number
+  failed: boolean
+  cpu_time_ms: number
+  memory_bytes: number
+}
+
+/**
+ * The function a telemetry request names (1002 when the caller cannot see it) and its finished
+ * executions in `[now - windowMs, now]`, oldest first: one scan of the time-ordered execution records.
+ */
+export async function finishedExecutions(
+  principal: Principal,
+  target: FunctionTarget,
+  windowMs: number,
+  c: { store: CatalogStore; functions: FunctionRegistry },
+  now: number,
+): Promise<{ fn: FunctionVersion; executions: FinishedExecution[] }> {
+  requirePermission(principal, 'rufid.read')
+  const { fn } = await c.functions.resolve(principal, target)
+  const executions: FinishedExecution[] = []
+  const from = timeOrderedLowerBound('ex_', now - windowMs)
+  const to = timeOrderedLowerBound('ex_', now + 1)
+  for await (const r of c.store.executionsBetween(from, to)) {
+    if (r.tenant_id !== principal.tenant_id || r.rufid_short !== fn.rufid_short) continue
+    if (target.version !== undefined && r.version !== target.version) continue
+    if (r.status === 'queued' || r.status === 'running') continue
+    executions.push({
+      at: Date.parse(r.started_at),
+      execution_time_ms: r.execution_time_ms ?? 0,
+      failed: r.status !== 'success',
+      cpu_time_ms: r.cpu_time_ms ?? 0,
+      memory_bytes: r.memory_bytes ?? 0,
+    })
+  }
+  return { fn, executions }
+}
+
+/** The `rufid` field of a telemetry answer: the short RUFID, or the full one when a version was named. */
+export const telemetryRufidOf = (fn: FunctionVersion, target: FunctionTarget): string =>
+  target.version === undefined ? fn.rufid_short : `rufid:${fn.rufid_short}:v${target.version}:${fn.tenant_id}`
+
 /** Latency percentiles, error rate and cost of one function from its execution records in a window. */
 export async function functionTelemetry(
   principal: Principal,
@@ -43,29 +88,16 @@ export async function functionTelemetry(
   c: { store: CatalogStore; functions: FunctionRegistry },
   now = Date.now(),
 ): Promise<FunctionTelemetry> {
-  requirePermission(principal, 'rufid.read')
   const ms = parseWindow(window)
-  const { fn } = await c.functions.resolve(principal, target)
-  const latencies: number[] = []
-  let errors = 0
-  let cpu = 0
-  let memory = 0
-  const from = timeOrderedLowerBound('ex_', now - ms)
-  const to = timeOrderedLowerBound('ex_', now + 1)
-  for await (const r of c.store.executionsBetween(from, to)) {
-    if (r.tenant_id !== principal.tenant_id || r.rufid_short !== fn.rufid_short) continue
-    if (target.version !== undefined && r.version !== target.version) continue
-    if (r.status === 'queued' || r.status === 'running') continue
-    latencies.push(r.execution_time_ms ?? 0)
-    if (r.status !== 'success') errors++
-    cpu += r.cpu_time_ms ?? 0
-    memory += r.memory_bytes ?? 0
-  }
-  latencies.sort((a, b) => a - b)
+  const { fn, executions } = await finishedExecutions(principal, target, ms, c, now)
+  const latencies = executions.map((e) => e.execution_time_ms).sort((a, b) => a - b)
   const n = latencies.length
+  const errors = executions.filter((e) => e.failed).length
+  const cpu = executions.reduce((sum, e) => sum + e.cpu_time_ms, 0)
+  const memory = executions.reduce((sum, e) => sum + e.memory_bytes, 0)
   const round = (x: number) => Math.round(x * 1000) / 1000
   return {
-    rufid: target.version === undefined ? fn.rufid_short : `rufid:${fn.rufid_short}:v${target.version}:${fn.tenant_id}`,
+    rufid: telemetryRufidOf(fn, target),
     window,
     executions: n,
     latency_ms: { p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99), max: n ? latencies[n - 1]! : 0 },

@@ -34,6 +34,7 @@ export function registerV1Routes(router: Router<RestState>, { engine }: RestApiC
     const result = await engine.marketplace.search(principal, {
       q: queryString(ctx.query.q),
       language: queryString(ctx.query.language),
+      author: queryString(ctx.query.author),
       tags: tags === undefined || tags === '' ? undefined : tags.split(','),
       limit: queryInt(ctx.query.limit),
       offset: queryInt(ctx.query.offset),
