@@ -13,6 +13,7 @@
 import type { IncomingMessage } from 'node:http'
 import WebSocket from 'ws'
 import { SvcConnectionError, SvcError, errorFromResponse, svcError } from './errors.js'
+import { withRufidForms } from './fields.js'
 
 export interface SubscribeOptions<E> {
   /** called for every event; when given, events are not queued for iteration */
@@ -258,7 +259,7 @@ export function openSubscription<E>(
           return
         case 'event':
           if (!settled) settle() // a node that sends events without confirming first
-          sub.push(msg.payload as E)
+          sub.push(withRufidForms(msg.payload) as E)
           return
         case 'error': {
           const e = messageError(msg)
