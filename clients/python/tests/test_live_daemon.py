@@ -56,7 +56,7 @@ class LiveDaemon:
         for var in ("SVC_URL", "SVC_TOKEN", "SVC_NAMESPACE", "SVC_CONFIG"):
             env.pop(var, None)
         env.update({
-            "API_HOST": "127.0.0.1", "API_PORT": "0", "SVC_DATA_DIR": self.data_dir, "LOG_FORMAT": "json",
+            "API_HOST": "127.0.0.1", "API_PORT": "0", "GRPC_PORT": "0", "SVC_DATA_DIR": self.data_dir, "LOG_FORMAT": "json",
             "LOG_LEVEL": "info", "AUTH_PROVIDER": "native", "ENABLE_TEST_MODE": "true", "DEPLOYMENT_MODE": "test",
             "ADMIN_API_KEY": ADMIN_KEY, "SVC_SANDBOX_WORKERS": "1",
         })
@@ -65,6 +65,8 @@ class LiveDaemon:
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self._url_found = threading.Event()
         self.url = None
+        #: host:port of the node's gRPC door (from the same log line)
+        self.grpc_address = None
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         if not self._url_found.wait(START_TIMEOUT_S) or self.url is None:
@@ -84,6 +86,7 @@ class LiveDaemon:
                     continue
                 if entry.get("msg") == "svc-node listening" and entry.get("url"):
                     self.url = entry["url"]
+                    self.grpc_address = entry.get("grpc")
                     self._url_found.set()
         self._url_found.set()  # the process ended: stop waiting
 
@@ -250,6 +253,6 @@ def test_daemon_is_still_up(daemon):
         try:
             svc.Client(daemon.url, timeout=5).request("GET", "/healthz")
             return
-        except svc.ConnectionError:
+        except svc.SvcConnectionError:
             time.sleep(0.1)
     pytest.fail("the daemon stopped answering /healthz")
