@@ -152,3 +152,15 @@ func TestVocabularyErrorSentinels(t *testing.T) {
 		}
 	}
 }
+
+func TestVocabularyInREADME(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range loadVocabulary(t).Operations {
+		if !strings.Contains(string(readme), "| `"+op.ID+"` | `"+op.Go+"` |") {
+			t.Errorf("README.md does not name %s (operation %s)", op.Go, op.ID)
+		}
+	}
+}

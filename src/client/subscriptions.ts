@@ -12,7 +12,7 @@
  */
 import type { IncomingMessage } from 'node:http'
 import WebSocket from 'ws'
-import { SvcConnectionError, SvcError, errorFromResponse, svcError } from './errors.js'
+import { SvcConnectionError, SvcError, WaitTimeoutError, errorFromResponse, svcError } from './errors.js'
 import { withRufidForms } from './fields.js'
 
 export interface SubscribeOptions<E> {
@@ -129,7 +129,7 @@ export class EventSubscription<E> implements AsyncIterable<E> {
         timer = setTimeout(() => {
           const i = this.#waiters.indexOf(waiter)
           if (i !== -1) this.#waiters.splice(i, 1)
-          reject(new SvcError({ code: null, name: 'WAIT_TIMEOUT', message: `no ${this.channel} event within ${timeoutMs} ms` }))
+          reject(new WaitTimeoutError(`no ${this.channel} event within ${timeoutMs} ms`, { channel: this.channel }))
         }, timeoutMs)
       }
     })

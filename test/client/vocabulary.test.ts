@@ -5,6 +5,7 @@
  * either). The same file is checked by pytest (tests/test_vocabulary.py) and go test
  * (vocabulary_test.go); test/client/behaviour-live.test.ts checks it against a node's /openapi.json.
  */
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import * as client from '../../src/client/index.js'
 import { SvcClient } from '../../src/client/index.js'
@@ -60,5 +61,18 @@ describe('SvcClient speaks the vocabulary', () => {
     for (const e of vocabulary.client_errors) {
       expect(typeof (client as unknown as Record<string, unknown>)[e.ts], `the client exports no ${e.ts}`).toBe('function')
     }
+  })
+})
+
+describe('the READMEs carry the vocabulary', () => {
+  const readme = (path: string): string => readFileSync(new URL(path, import.meta.url), 'utf8')
+  it('src/client/README.md names every TypeScript method, clients/README.md every name of every language', () => {
+    const ts = readme('../../src/client/README.md')
+    const shared = readme('../../clients/README.md')
+    for (const op of vocabulary.operations) {
+      expect(ts, `src/client/README.md does not name ${op.ts}`).toContain(`| \`${op.id}\` | \`${op.ts}\` |`)
+      expect(shared, `clients/README.md lacks the row of ${op.id}`).toContain(`| \`${op.id}\` | \`${op.ts}\` | \`${op.python}\` | \`${op.go}\` |`)
+    }
+    for (const e of vocabulary.errors) expect(shared).toContain(`| ${e.code} | \`${e.name}\` | \`${e.ts}\` | \`${e.go}\` |`)
   })
 })

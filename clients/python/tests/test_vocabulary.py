@@ -44,3 +44,9 @@ def test_client_error_has_its_class(entry):
     cls = getattr(svc, entry["python"], None)
     assert isinstance(cls, type) and issubclass(cls, svc.SvcError), "svc exports no %s" % entry["python"]
     assert cls.code is None and cls.name == entry["name"]
+
+
+def test_readme_names_every_method():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    for op in VOCABULARY["operations"]:
+        assert "| `%s` | `%s` |" % (op["id"], op["python"]) in readme, "README.md does not name %s" % op["python"]
