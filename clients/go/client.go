@@ -183,15 +183,7 @@ func (c *Client) doAccepting(ctx context.Context, method, path string, body, out
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.userAgent != "" {
-		req.Header.Set("User-Agent", c.userAgent)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	if c.namespace != "" {
-		req.Header.Set(NamespaceHeader, c.namespace)
-	}
+	c.setIdentity(req.Header)
 	resp, err := c.httpClient.Do(req)
 	if err != nil {
 		// *url.Error wraps context.Canceled / context.DeadlineExceeded for errors.Is; a failure
@@ -219,6 +211,19 @@ func (c *Client) doAccepting(ctx context.Context, method, path string, body, out
 		n.normalize()
 	}
 	return resp.StatusCode, nil
+}
+
+// setIdentity sets the headers every request carries: User-Agent, Authorization, X-Svc-Namespace.
+func (c *Client) setIdentity(h http.Header) {
+	if c.userAgent != "" {
+		h.Set("User-Agent", c.userAgent)
+	}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.namespace != "" {
+		h.Set(NamespaceHeader, c.namespace)
+	}
 }
 
 // rufidPath validates a RUFID (short or full form) and escapes it for use in a path.

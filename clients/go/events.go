@@ -253,15 +253,7 @@ func handshake[E any](conn net.Conn, c *Client, u *url.URL, channel, rufid strin
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Sec-WebSocket-Key", key)
 	req.Header.Set("Sec-WebSocket-Version", "13")
-	if c.userAgent != "" {
-		req.Header.Set("User-Agent", c.userAgent)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	if c.namespace != "" {
-		req.Header.Set(NamespaceHeader, c.namespace)
-	}
+	c.setIdentity(req.Header)
 	if err := req.Write(conn); err != nil {
 		return nil, connectionFailed("GET", "/ws", err)
 	}

@@ -255,18 +255,7 @@ class Client:
         """POST /api/v1/functions/create → ``{rufid, rufid_short, version, content_digest,
         import_statement, share_url, api_endpoint, created}``. Extra keyword arguments are sent
         as additional body fields."""
-        body: Dict[str, Any] = {
-            "function_name": function_name,
-            "source_code": source_code,
-            "signature": signature,
-            "language": language,
-        }
-        _put(body, "description", description)
-        _put(body, "tags", None if tags is None else list(tags))
-        _put(body, "manifest", None if manifest is None else dict(manifest))
-        _put(body, "lockfile", None if lockfile is None else dict(lockfile))
-        for key, value in extra.items():
-            _put(body, key, value)
+        body = _definition(function_name, source_code, signature, language, description, tags, manifest, lockfile, extra)
         return with_rufid_forms(self.request("POST", "/api/v1/functions/create", body))
 
     def resolve(self, rufid: str, version: Union[str, int, None] = None) -> Dict[str, Any]:
@@ -357,15 +346,8 @@ class Client:
         """POST /api/v1/functions/deploy: publishes the function (as :meth:`create`) and points
         ``branch`` at the version. The first deploy to a branch creates it and answers its
         ``branch_key`` once; moving it later needs that key (PermissionDeniedError otherwise)."""
-        body: Dict[str, Any] = {"function_name": function_name, "source_code": source_code,
-                                "signature": signature, "language": language, "branch": branch}
-        _put(body, "branch_key", branch_key)
-        _put(body, "description", description)
-        _put(body, "tags", None if tags is None else list(tags))
-        _put(body, "manifest", None if manifest is None else dict(manifest))
-        _put(body, "lockfile", None if lockfile is None else dict(lockfile))
-        for key, value in extra.items():
-            _put(body, key, value)
+        body = _definition(function_name, source_code, signature, language, description, tags, manifest, lockfile,
+                           dict(extra, branch=branch, branch_key=branch_key))
         return with_rufid_forms_in(with_rufid_forms(self.request("POST", "/api/v1/functions/deploy", body)), "head")
 
     def invoke(
@@ -678,6 +660,21 @@ def _reset_default_client() -> None:
 def _put(body: Dict[str, Any], key: str, value: Any) -> None:
     if value is not None:
         body[key] = value
+
+
+def _definition(function_name: str, source_code: str, signature: str, language: str, description: Optional[str],
+                tags: Optional[Iterable[str]], manifest: Optional[Mapping[str, Any]], lockfile: Optional[Mapping[str, Any]],
+                extra: Mapping[str, Any]) -> Dict[str, Any]:
+    """The body of create and deploy: the definition, its optional fields, then ``extra`` (None left out)."""
+    body: Dict[str, Any] = {"function_name": function_name, "source_code": source_code,
+                            "signature": signature, "language": language}
+    _put(body, "description", description)
+    _put(body, "tags", None if tags is None else list(tags))
+    _put(body, "manifest", None if manifest is None else dict(manifest))
+    _put(body, "lockfile", None if lockfile is None else dict(lockfile))
+    for key, value in extra.items():
+        _put(body, key, value)
+    return body
 
 
 def _version(value: Union[str, int]) -> str:

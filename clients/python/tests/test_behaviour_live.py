@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import svc
-from test_live_daemon import ADMIN_KEY, LiveDaemon
+from live_node import ADMIN_KEY
 
 BEHAVIOUR = json.loads((Path(__file__).resolve().parents[2] / "behaviour.json").read_text("utf-8"))
 LISTED = [s["id"] for s in BEHAVIOUR["scenarios"]]
@@ -22,17 +22,8 @@ TENANT = "default"
 
 
 @pytest.fixture(scope="module")
-def node():
-    d = LiveDaemon()
-    try:
-        yield d
-    finally:
-        d.stop()
-
-
-@pytest.fixture(scope="module")
-def admin(node):
-    return svc.Client(url=node.url, token=ADMIN_KEY, timeout=20)
+def admin(live_node):
+    return svc.Client(url=live_node.url, token=ADMIN_KEY, timeout=20)
 
 
 def js(name, params, body):

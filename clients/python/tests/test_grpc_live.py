@@ -12,7 +12,7 @@ import json
 import pytest
 
 import svc
-from test_live_daemon import ADMIN_KEY, LiveDaemon
+from live_node import ADMIN_KEY
 
 try:
     import grpc
@@ -24,16 +24,12 @@ except ImportError as e:  # pragma: no cover - a missing install is a failure, n
 
 
 @pytest.fixture(scope="module")
-def node():
+def node(live_node):
     if grpc is None:
         pytest.fail("grpcio/protobuf are not installed (pip install svc[grpc], or scripts/setup.sh): %s" % IMPORT_ERROR)
-    d = LiveDaemon()
-    try:
-        if not d.grpc_address:
-            pytest.fail("the daemon reported no gRPC address:\n" + "".join(d.output))
-        yield d
-    finally:
-        d.stop()
+    if not live_node.grpc_address:
+        pytest.fail("the daemon reported no gRPC address:\n" + "".join(live_node.output))
+    return live_node
 
 
 @pytest.fixture(scope="module")
