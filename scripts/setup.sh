@@ -21,6 +21,12 @@ if command -v python3 >/dev/null 2>&1 && ! python3 -m pytest --version >/dev/nul
   echo "svc-node setup: installing pytest for the Python client's tests…"
   python3 -m pip install --quiet pytest
 fi
+if command -v python3 >/dev/null 2>&1 && [ "$(python3 -c 'import importlib.metadata as m; print(m.version("grpcio-tools"))' 2>/dev/null)" != "1.85.1" ]; then
+  # the Python gRPC stubs svc.v1 are generated (and checked) with exactly this grpcio-tools; it
+  # brings grpcio and protobuf, which the Python client's gRPC test uses (pip install svc[grpc])
+  echo "svc-node setup: installing grpcio-tools 1.85.1 for the Python gRPC stubs and their test…"
+  python3 -m pip install --quiet grpcio-tools==1.85.1
+fi
 if command -v go >/dev/null 2>&1; then
   echo "svc-node setup: grpcurl (a real external gRPC client for the tests) into .tools/bin…"
   bash scripts/ensure-grpcurl.sh >/dev/null

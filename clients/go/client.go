@@ -152,6 +152,13 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) (int, error) {
+	return c.doAccepting(ctx, method, path, body, out, 0)
+}
+
+// doAccepting is do, with one non-2xx status (okStatus, 0 for none) decoded into out instead of
+// returned as an error (e.g. 503 of /readyz).
+func (c *Client) doAccepting(ctx context.Context, method, path string, body, out any, okStatus int) (int, error) {
+	caller := ctx
 	var reader io.Reader
 	if body != nil {
 		buf, err := json.Marshal(body)
@@ -176,26 +183,22 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.userAgent != "" {
-		req.Header.Set("User-Agent", c.userAgent)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	if c.namespace != "" {
-		req.Header.Set(NamespaceHeader, c.namespace)
-	}
+	c.setIdentity(req.Header)
 	resp, err := c.httpClient.Do(req)
 	if err != nil {
-		// *url.Error wraps context.Canceled / context.DeadlineExceeded for errors.Is.
-		return 0, fmt.Errorf("svc: %s %s: %w", method, path, err)
+		// *url.Error wraps context.Canceled / context.DeadlineExceeded for errors.Is; a failure
+		// that is not the caller's context ending is also ErrConnectionFailed.
+		if caller.Err() != nil {
+			return 0, fmt.Errorf("svc: %s %s: %w", method, path, err)
+		}
+		return 0, connectionFailed(method, path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
 		return resp.StatusCode, fmt.Errorf("svc: reading %s %s response: %w", method, path, err)
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	if (resp.StatusCode < 200 || resp.StatusCode > 299) && (okStatus == 0 || resp.StatusCode != okStatus) {
 		return resp.StatusCode, decodeErrorResponse(resp, data)
 	}
 	if out == nil || len(bytes.TrimSpace(data)) == 0 {
@@ -204,7 +207,23 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 	if err := json.Unmarshal(data, out); err != nil {
 		return resp.StatusCode, fmt.Errorf("svc: decoding %s %s response (HTTP %d): %w", method, path, resp.StatusCode, err)
 	}
+	if n, ok := out.(normalizer); ok {
+		n.normalize()
+	}
 	return resp.StatusCode, nil
+}
+
+// setIdentity sets the headers every request carries: User-Agent, Authorization, X-Svc-Namespace.
+func (c *Client) setIdentity(h http.Header) {
+	if c.userAgent != "" {
+		h.Set("User-Agent", c.userAgent)
+	}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.namespace != "" {
+		h.Set(NamespaceHeader, c.namespace)
+	}
 }
 
 // rufidPath validates a RUFID (short or full form) and escapes it for use in a path.
@@ -255,10 +274,20 @@ func (c *Client) Resolve(ctx context.Context, rufid, version string) (*ResolveRe
 	return &out, nil
 }
 
+// ExecuteOption adjusts one Execute call.
+type ExecuteOption func(*executeRequest)
+
+// AtVersion runs that version ("v2") of the hash instead of the newest live one; a version that
+// does not carry the hash is *Error 1002.
+func AtVersion(version string) ExecuteOption {
+	return func(r *executeRequest) { r.Version = version }
+}
+
 // Execute runs a function synchronously (POST /api/v1/functions/{rufid}/execute). args is a map
 // of named arguments (matched to the parameters in signature order), a slice of positional
-// arguments, or nil for none. A function that throws is *Error 1007, a timeout 1004.
-func (c *Client) Execute(ctx context.Context, rufid string, args any) (*ExecuteResponse, error) {
+// arguments, or nil for none; AtVersion("v2") picks a version. A function that throws is *Error
+// 1007, a timeout 1004.
+func (c *Client) Execute(ctx context.Context, rufid string, args any, opts ...ExecuteOption) (*ExecuteResponse, error) {
 	p, err := rufidPath(rufid)
 	if err != nil {
 		return nil, err
@@ -266,21 +295,33 @@ func (c *Client) Execute(ctx context.Context, rufid string, args any) (*ExecuteR
 	if args == nil {
 		args = map[string]any{}
 	}
+	body := executeRequest{Arguments: args}
+	for _, o := range opts {
+		o(&body)
+	}
+	if body.Version != "" {
+		if _, err := parseVersionLabel(body.Version); err != nil {
+			return nil, err
+		}
+	}
 	var out ExecuteResponse
-	if _, err := c.do(ctx, http.MethodPost, "/api/v1/functions/"+p+"/execute", executeRequest{Arguments: args}, &out); err != nil {
+	if _, err := c.do(ctx, http.MethodPost, "/api/v1/functions/"+p+"/execute", body, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
-// GetFunction returns a function's metadata (GET /api/v1/functions/{rufid}).
-func (c *Client) GetFunction(ctx context.Context, rufid string) (*FunctionInfo, error) {
+// GetFunction returns a function's metadata with usage metrics (GET /api/v1/functions/{rufid});
+// version "" means the newest live version.
+func (c *Client) GetFunction(ctx context.Context, rufid, version string) (*FunctionInfo, error) {
 	p, err := rufidPath(rufid)
 	if err != nil {
 		return nil, err
 	}
+	q := url.Values{}
+	setString(q, "version", version)
 	var out FunctionInfo
-	if _, err := c.do(ctx, http.MethodGet, "/api/v1/functions/"+p, nil, &out); err != nil {
+	if _, err := c.do(ctx, http.MethodGet, withQuery("/api/v1/functions/"+p, q), nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -301,13 +342,33 @@ func (c *Client) ListFunctions(ctx context.Context, opts ListOptions) (*Function
 	return &out, nil
 }
 
-// Delete marks a function version deleted (DELETE /api/v1/functions/{rufid}).
-func (c *Client) Delete(ctx context.Context, rufid string) error {
+// DeleteResponse is the answer to DeleteFunction.
+type DeleteResponse struct {
+	// Deleted lists the full RUFIDs tombstoned.
+	Deleted []string `json:"deleted"`
+}
+
+// DeleteFunction tombstones the version a full RUFID (or version) names, else every live version
+// of the hash (DELETE /api/v1/functions/{rufid}). A version number is never reused.
+func (c *Client) DeleteFunction(ctx context.Context, rufid, version string) (*DeleteResponse, error) {
 	p, err := rufidPath(rufid)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = c.do(ctx, http.MethodDelete, "/api/v1/functions/"+p, nil, nil)
+	q := url.Values{}
+	setString(q, "version", version)
+	var out DeleteResponse
+	if _, err := c.do(ctx, http.MethodDelete, withQuery("/api/v1/functions/"+p, q), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Delete marks a function version deleted.
+//
+// Deprecated: use DeleteFunction (the name every svc client uses); kept one release.
+func (c *Client) Delete(ctx context.Context, rufid string) error {
+	_, err := c.DeleteFunction(ctx, rufid, "")
 	return err
 }
 
@@ -401,6 +462,9 @@ func (c *Client) WaitExecution(ctx context.Context, executionID string) (*Execut
 }
 
 func waitStopped(executionID string, last *Execution, cause error) error {
+	if errors.Is(cause, context.DeadlineExceeded) {
+		return fmt.Errorf("svc: waiting for execution %s (last status %q): %w: %w", executionID, last.Status, ErrWaitTimeout, cause)
+	}
 	return fmt.Errorf("svc: waiting for execution %s (last status %q): %w", executionID, last.Status, cause)
 }
 
@@ -481,6 +545,161 @@ func (c *Client) ExecuteNative(ctx context.Context, req NativeExecuteRequest) (*
 	}
 	var out NativeExecuteResponse
 	if _, err := c.do(ctx, http.MethodPost, "/api/v1/execution/execute", req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ---- branches, versions, export ----------------------------------------------------------
+
+// Deploy publishes a function (as Create) and points req.Branch ("" = main) at the version
+// (POST /api/v1/functions/deploy). The first deploy to a branch creates it and answers its
+// BranchKey once; moving it later needs that key (*Error 1003 otherwise).
+func (c *Client) Deploy(ctx context.Context, req DeployRequest) (*DeployResponse, error) {
+	var out DeployResponse
+	if _, err := c.do(ctx, http.MethodPost, "/api/v1/functions/deploy", req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Invoke runs the version the head of branch ("" = main) of functionName points at
+// (POST /api/v1/functions/branches/{branch}/invoke); args as in Execute.
+func (c *Client) Invoke(ctx context.Context, functionName, branch string, args any) (*InvokeResponse, error) {
+	if branch == "" {
+		branch = "main"
+	}
+	p, err := idPath("branch", branch)
+	if err != nil {
+		return nil, err
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	body := map[string]any{"function_name": functionName, "arguments": args}
+	var out InvokeResponse
+	if _, err := c.do(ctx, http.MethodPost, "/api/v1/functions/branches/"+p+"/invoke", body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListBranches returns the tenant's branch heads, of one function when functionName is not ""
+// (GET /api/v1/functions/branches?function_name=).
+func (c *Client) ListBranches(ctx context.Context, functionName string) ([]BranchHead, error) {
+	q := url.Values{}
+	setString(q, "function_name", functionName)
+	var out branchList
+	if _, err := c.do(ctx, http.MethodGet, withQuery("/api/v1/functions/branches", q), nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Items, nil
+}
+
+// ListVersions returns the version ledger of the RUFID's lineage with its branch heads
+// (GET /api/v1/functions/{rufid}/versions).
+func (c *Client) ListVersions(ctx context.Context, rufid string) (*VersionList, error) {
+	p, err := rufidPath(rufid)
+	if err != nil {
+		return nil, err
+	}
+	var out VersionList
+	if _, err := c.do(ctx, http.MethodGet, "/api/v1/functions/"+p+"/versions", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ExportFunction returns the manifest and lockfile of a version, with the texts as they were sent
+// (GET /api/v1/functions/{rufid}/export); version "" means the newest.
+func (c *Client) ExportFunction(ctx context.Context, rufid, version string) (*ExportedFunction, error) {
+	p, err := rufidPath(rufid)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	setString(q, "version", version)
+	var out ExportedFunction
+	if _, err := c.do(ctx, http.MethodGet, withQuery("/api/v1/functions/"+p+"/export", q), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ---- audit, federation reads, probes -----------------------------------------------------
+
+// ListAuditEntries reads audit entries (GET /api/v1/audit, admin).
+func (c *Client) ListAuditEntries(ctx context.Context, query AuditQuery) (*AuditPage, error) {
+	q := url.Values{}
+	setString(q, "from", query.From)
+	setString(q, "to", query.To)
+	setString(q, "tenant", query.Tenant)
+	setString(q, "operation", query.Operation)
+	setString(q, "rufid", query.RUFID)
+	setInt(q, "limit", query.Limit)
+	setString(q, "cursor", query.Cursor)
+	var out AuditPage
+	if _, err := c.do(ctx, http.MethodGet, withQuery("/api/v1/audit", q), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListNodes returns the federation members (GET /api/v1/federation/nodes); a node without
+// federation answers *Error 2001.
+func (c *Client) ListNodes(ctx context.Context) (*FederationNodes, error) {
+	var out FederationNodes
+	if _, err := c.do(ctx, http.MethodGet, "/api/v1/federation/nodes", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Discover returns the nodes that provide a RUFID (GET /api/v1/federation/discover/{rufid}).
+func (c *Client) Discover(ctx context.Context, rufid string) (map[string]any, error) {
+	p, err := rufidPath(rufid)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if _, err := c.do(ctx, http.MethodGet, "/api/v1/federation/discover/"+p, nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CatalogDigest returns a digest of the replicated catalog (GET /api/v1/federation/catalog/digest).
+func (c *Client) CatalogDigest(ctx context.Context) (*CatalogDigest, error) {
+	var out CatalogDigest
+	if _, err := c.do(ctx, http.MethodGet, "/api/v1/federation/catalog/digest", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListConflicts returns the recorded catalog conflicts (GET /api/v1/federation/conflicts).
+func (c *Client) ListConflicts(ctx context.Context) (*ConflictList, error) {
+	var out ConflictList
+	if _, err := c.do(ctx, http.MethodGet, "/api/v1/federation/conflicts", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Health reads the node's liveness (GET /healthz).
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	var out Health
+	if _, err := c.do(ctx, http.MethodGet, "/healthz", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Readiness reads the node's readiness (GET /readyz): "ready", or "starting"/"draining" (answered
+// 503, returned without an error).
+func (c *Client) Readiness(ctx context.Context) (*Readiness, error) {
+	var out Readiness
+	if _, err := c.doAccepting(ctx, http.MethodGet, "/readyz", nil, &out, http.StatusServiceUnavailable); err != nil {
 		return nil, err
 	}
 	return &out, nil

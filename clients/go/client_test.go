@@ -242,7 +242,7 @@ func TestCreate(t *testing.T) {
 		"source_code":"def add(a, b):\n    return a + b\n","signature":"(a, b)","language":"python",
 		"description":"adds","tags":["math"],"manifest":{"schemaVersion":"1.0","name":"add"}}`)
 	want := svc.CreateResponse{
-		RUFID: full, RUFIDShort: short, Version: "v1", ContentDigest: "ea0b",
+		RUFID: full, RUFIDShort: short, FullRUFID: full, Version: "v1", ContentDigest: "ea0b",
 		ImportStatement: "from svc.rufid import " + short + " as add", ShareURL: "https://share.example/" + short,
 		APIEndpoint: "/api/v1/functions/" + short + "/execute", Created: true,
 	}
@@ -325,18 +325,18 @@ func TestGetListDelete(t *testing.T) {
 			fmt.Fprintf(w, `{"rufid":"%s","function_name":"add","version":"v1","tenant_id":"acme","source_code":"x"}`, short)
 		default:
 			w.WriteHeader(200)
-			_, _ = io.WriteString(w, `{"deleted":true}`)
+			_, _ = io.WriteString(w, `{"deleted":["`+full+`"]}`)
 		}
 	})
 	c := svc.New(s.URL)
 	ctx := context.Background()
 
-	fn, err := c.GetFunction(ctx, short)
+	fn, err := c.GetFunction(ctx, short, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkRequest(t, s.last(t), "GET", "/api/v1/functions/"+short, "")
-	if fn.RUFID != short || fn.FunctionName != "add" || fn.TenantID != "acme" || fn.SourceCode != "x" {
+	if fn.RUFID != short || fn.RUFIDShort != short || fn.FullRUFID != full || fn.FunctionName != "add" || fn.TenantID != "acme" || fn.SourceCode != "x" {
 		t.Errorf("GetFunction = %+v", fn)
 	}
 
@@ -368,10 +368,18 @@ func TestGetListDelete(t *testing.T) {
 		t.Errorf("next_offset null decoded as %v", *list.Pagination.NextOffset)
 	}
 
+	deleted, err := c.DeleteFunction(ctx, full, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(deleted.Deleted, []string{full}) {
+		t.Errorf("deleted = %v", deleted.Deleted)
+	}
+	checkRequest(t, s.last(t), "DELETE", "/api/v1/functions/"+full, "")
+	// the deprecated name still works
 	if err := c.Delete(ctx, full); err != nil {
 		t.Fatal(err)
 	}
-	checkRequest(t, s.last(t), "DELETE", "/api/v1/functions/"+full, "")
 }
 
 func TestPublish(t *testing.T) {
@@ -392,7 +400,8 @@ func TestPublish(t *testing.T) {
 	if dec, err := base64.StdEncoding.DecodeString(body.Source); err != nil || string(dec) != src {
 		t.Errorf("source round trip: %q, %v", dec, err)
 	}
-	want := svc.PublishResponse{RUFID: full, RUFIDShort: short, Version: "v1", ImportStatement: "imp", ShareURL: "https://s/" + short}
+	// the node sent no full_rufid: the client derives it from rufid
+	want := svc.PublishResponse{RUFID: full, RUFIDShort: short, FullRUFID: full, Version: "v1", ImportStatement: "imp", ShareURL: "https://s/" + short}
 	if *got != want {
 		t.Errorf("response = %+v", *got)
 	}
@@ -760,7 +769,7 @@ func TestNonSvcErrorBody(t *testing.T) {
 		_, _ = io.WriteString(w, "<html>Bad Gateway</html>")
 	})
 	c := svc.New(s.URL)
-	_, err := c.GetFunction(context.Background(), short)
+	_, err := c.GetFunction(context.Background(), short, "")
 	se, ok := svc.AsError(err)
 	if !ok || se.HTTPStatus != 404 || se.Code != 0 || svc.IsNotFound(err) || se.Message != "404 page not found" {
 		t.Errorf("bare 404 = %#v", err)
@@ -791,8 +800,8 @@ func TestInvalidRUFIDNeverSent(t *testing.T) {
 	checks := map[string]error{}
 	_, checks["Execute"] = c.Execute(ctx, bad, nil)
 	_, checks["Resolve"] = c.Resolve(ctx, "short", "")
-	_, checks["GetFunction"] = c.GetFunction(ctx, bad)
-	checks["Delete"] = c.Delete(ctx, bad)
+	_, checks["GetFunction"] = c.GetFunction(ctx, bad, "")
+	_, checks["DeleteFunction"] = c.DeleteFunction(ctx, bad, "")
 	_, checks["ExecuteAsync"] = c.ExecuteAsync(ctx, bad, nil)
 	_, checks["Telemetry"] = c.Telemetry(ctx, "rufid:tUwBWSc8Nozv:v0:acme", "")
 	_, checks["Call"] = c.Function(bad).Call(ctx, 1, 2)

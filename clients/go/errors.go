@@ -109,6 +109,17 @@ var (
 	ErrSyncConflict          = &Error{Code: CodeSyncConflict, Name: "SYNC_CONFLICT"}
 )
 
+// Client-side failures (no code from the node), for errors.Is.
+var (
+	// ErrConnectionFailed: the node could not be reached or did not answer (refused, DNS, TLS,
+	// WithTimeout elapsed). A cancelled or expired caller context is reported as the context's
+	// error, not as this.
+	ErrConnectionFailed = errors.New("svc: connection failed")
+	// ErrWaitTimeout: WaitExecution's context expired before the execution finished (the
+	// execution itself may still complete); errors.Is(err, context.DeadlineExceeded) holds too.
+	ErrWaitTimeout = errors.New("svc: wait timeout")
+)
+
 // AsError returns the *Error in err's chain, if any.
 func AsError(err error) (*Error, bool) {
 	var e *Error

@@ -1,13 +1,17 @@
 package svc
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Function is a callable handle on one RUFID: the Go form of a direct import
 // (decisions.md: `client.Function("<rufid_short>")`). It holds no state besides the RUFID; the
 // RUFID is checked on the first call.
 type Function struct {
-	client *Client
-	rufid  string
+	client     *Client
+	rufid      string
+	resolution *ResolveResponse
 }
 
 // Function returns a handle on rufid (short or full form).
@@ -65,3 +69,24 @@ func (f *Function) call(ctx context.Context, out, args any) error {
 func (f *Function) Resolve(ctx context.Context) (*ResolveResponse, error) {
 	return f.client.Resolve(ctx, f.rufid, "")
 }
+
+// ImportFunction resolves rufid on the node, then returns its handle (the Go form of the other
+// clients' import): an unknown RUFID is *Error 1002 whose message names it and the node.
+func (c *Client) ImportFunction(ctx context.Context, rufid string) (*Function, error) {
+	if _, err := ParseRUFID(rufid); err != nil {
+		return nil, err
+	}
+	res, err := c.Resolve(ctx, rufid, "")
+	if err != nil {
+		if e, ok := AsError(err); ok && e.Code == CodeRUFIDNotFound {
+			named := *e
+			named.Message = fmt.Sprintf("RUFID %s not found on %s", rufid, c.baseURL)
+			return nil, &named
+		}
+		return nil, err
+	}
+	return &Function{client: c, rufid: rufid, resolution: res}, nil
+}
+
+// Resolution returns what ImportFunction resolved (nil for a handle from Function).
+func (f *Function) Resolution() *ResolveResponse { return f.resolution }

@@ -233,7 +233,7 @@ func TestLiveDaemon(t *testing.T) {
 	})
 
 	t.Run("metadata, listing, search, telemetry", func(t *testing.T) {
-		fn, err := admin.GetFunction(ctx, short)
+		fn, err := admin.GetFunction(ctx, short, "")
 		if err != nil || fn.RUFID != short || fn.FullRUFID != svc.FormatRUFID(short, 1, "default") || fn.Metrics == nil || fn.Metrics.UsageCount < 3 {
 			t.Fatalf("GetFunction: %+v, %v", fn, err)
 		}

@@ -24,18 +24,36 @@ type CreateRequest struct {
 	Manifest any `json:"manifest,omitempty"`
 	// Lockfile is a function.lock.json object; its manifest_digest must match Manifest.
 	Lockfile any `json:"lockfile,omitempty"`
+	// ManifestText and LockfileText are the files exactly as written (they must parse to Manifest
+	// and Lockfile); export gives them back byte for byte.
+	ManifestText string `json:"manifest_text,omitempty"`
+	LockfileText string `json:"lockfile_text,omitempty"`
+	// Limits are per-function limits, capped by the node's maximums.
+	Limits *FunctionLimits `json:"limits,omitempty"`
+}
+
+// FunctionLimits are a function's own execution limits.
+type FunctionLimits struct {
+	TimeoutMS int `json:"timeout_ms,omitempty"`
+	MemoryMB  int `json:"memory_mb,omitempty"`
+	CPUMS     int `json:"cpu_ms,omitempty"`
 }
 
 // CreateResponse is the answer to Create.
 type CreateResponse struct {
 	RUFID           string `json:"rufid"`       // full form rufid:<short>:v<n>:<tenant>
 	RUFIDShort      string `json:"rufid_short"` // 12 characters
+	FullRUFID       string `json:"full_rufid"`  // rufid:<short>:v<n>:<tenant>
 	Version         string `json:"version"`     // "v<n>"
 	ContentDigest   string `json:"content_digest"`
 	ImportStatement string `json:"import_statement"`
 	ShareURL        string `json:"share_url"`
 	APIEndpoint     string `json:"api_endpoint"`
 	Created         bool   `json:"created"`
+}
+
+func (r *CreateResponse) normalize() {
+	fillRUFIDForms(r.RUFID, &r.RUFIDShort, &r.FullRUFID, r.Version, "")
 }
 
 type resolveRequest struct {
@@ -48,6 +66,7 @@ type ResolveResponse struct {
 	FunctionID       string         `json:"function_id"`
 	RUFID            string         `json:"rufid"`       // full form
 	RUFIDShort       string         `json:"rufid_short"` // 12 characters
+	FullRUFID        string         `json:"full_rufid"`
 	Version          string         `json:"version"`
 	Accessible       bool           `json:"accessible"`
 	Cached           bool           `json:"cached"`
@@ -59,10 +78,17 @@ type ResolveResponse struct {
 	CreatedAt        string         `json:"created_at"`
 	Manifest         map[string]any `json:"manifest"`
 	Lockfile         map[string]any `json:"lockfile"`
+	ManifestText     *string        `json:"manifest_text"`
+	LockfileText     *string        `json:"lockfile_text"`
+}
+
+func (r *ResolveResponse) normalize() {
+	fillRUFIDForms(r.RUFID, &r.RUFIDShort, &r.FullRUFID, r.Version, "")
 }
 
 type executeRequest struct {
-	Arguments any `json:"arguments"`
+	Arguments any    `json:"arguments"`
+	Version   string `json:"version,omitempty"`
 }
 
 // ExecuteResponse is the answer to Execute.
@@ -134,8 +160,9 @@ type FunctionMetrics struct {
 // FunctionInfo is a function's metadata (service-spec §2.2), as returned by GetFunction and in
 // listings. Fields a server does not send stay zero.
 type FunctionInfo struct {
-	RUFID         string           `json:"rufid"`      // short form
-	FullRUFID     string           `json:"full_rufid"` // rufid:<short>:v<n>:<tenant>
+	RUFID         string           `json:"rufid"`       // short form
+	RUFIDShort    string           `json:"rufid_short"` // the same 12 characters
+	FullRUFID     string           `json:"full_rufid"`  // rufid:<short>:v<n>:<tenant>
 	FunctionName  string           `json:"function_name"`
 	Signature     string           `json:"signature"`
 	Language      string           `json:"language"`
@@ -151,6 +178,10 @@ type FunctionInfo struct {
 	SourceCode    string           `json:"source_code,omitempty"`
 	Manifest      map[string]any   `json:"manifest,omitempty"`
 	Lockfile      map[string]any   `json:"lockfile,omitempty"`
+}
+
+func (f *FunctionInfo) normalize() {
+	fillRUFIDForms(f.RUFID, &f.RUFIDShort, &f.FullRUFID, f.Version, f.TenantID)
 }
 
 // ListOptions are the parameters of ListFunctions.
@@ -175,6 +206,8 @@ type FunctionList struct {
 	Pagination Pagination     `json:"pagination"`
 }
 
+func (l *FunctionList) normalize() { normalizeAll(l.Items) }
+
 // ---- /v1 group ---------------------------------------------------------------------------
 
 // PublishRequest is the body of POST /v1/functions. Source is the raw source text; it is
@@ -185,6 +218,10 @@ type PublishRequest struct {
 	Source      string   `json:"source"`
 	Description string   `json:"description,omitempty"`
 	Tags        []string `json:"tags,omitempty"`
+	// Signature is optional: without it the node derives one from the source.
+	Signature string `json:"signature,omitempty"`
+	Manifest  any    `json:"manifest,omitempty"`
+	Lockfile  any    `json:"lockfile,omitempty"`
 }
 
 // MarshalJSON writes the wire form, with Source base64-encoded.
@@ -197,11 +234,16 @@ func (r PublishRequest) MarshalJSON() ([]byte, error) {
 
 // PublishResponse is the answer to Publish.
 type PublishResponse struct {
-	RUFID           string `json:"rufid"`
+	RUFID           string `json:"rufid"` // full form
 	RUFIDShort      string `json:"rufid_short"`
+	FullRUFID       string `json:"full_rufid"`
 	Version         string `json:"version"`
 	ImportStatement string `json:"import_statement"`
 	ShareURL        string `json:"share_url"`
+}
+
+func (r *PublishResponse) normalize() {
+	fillRUFIDForms(r.RUFID, &r.RUFIDShort, &r.FullRUFID, r.Version, "")
 }
 
 // ExecutionRef is the answer to ExecuteAsync (202).
@@ -242,8 +284,9 @@ type Execution struct {
 	ExecutionID     string          `json:"execution_id"`
 	RUFID           string          `json:"rufid"`
 	RUFIDShort      string          `json:"rufid_short,omitempty"`
-	Version         string          `json:"version,omitempty"` // "v<n>" (a bare number is read as v<n>)
-	TenantID        string          `json:"tenant,omitempty"`  // the record's field is named "tenant"
+	FullRUFID       string          `json:"full_rufid,omitempty"`
+	Version         string          `json:"version,omitempty"`   // "v<n>" (a bare number is read as v<n>)
+	TenantID        string          `json:"tenant_id,omitempty"` // read from "tenant" on nodes that do not send it yet
 	FunctionName    string          `json:"function_name,omitempty"`
 	Language        string          `json:"language,omitempty"`
 	Status          string          `json:"status"`
@@ -263,11 +306,16 @@ func (e *Execution) UnmarshalJSON(b []byte) error {
 	aux := struct {
 		*plain
 		Version json.RawMessage `json:"version"`
+		Tenant  string          `json:"tenant"` // deprecated name of tenant_id
 	}{plain: (*plain)(e)}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
 	}
 	e.Version = versionLabel(aux.Version)
+	if e.TenantID == "" {
+		e.TenantID = aux.Tenant
+	}
+	fillRUFIDForms(e.RUFID, &e.RUFIDShort, &e.FullRUFID, e.Version, e.TenantID)
 	return nil
 }
 
@@ -353,6 +401,8 @@ type SearchResult struct {
 	Aggregations SearchAggregations `json:"aggregations"`
 }
 
+func (r *SearchResult) normalize() { normalizeAll(r.Items) }
+
 // Latency are latency percentiles in milliseconds.
 type Latency struct {
 	P50 float64 `json:"p50"`
@@ -423,10 +473,14 @@ type NativeExecuteRequest struct {
 	Namespace    string `json:"namespace,omitempty"`
 	SourceCode   string `json:"source_code,omitempty"`
 	InputData    any    `json:"input_data"`
+	Signature    string `json:"signature,omitempty"`
+	Language     string `json:"language,omitempty"`
 }
 
 // NativeExecuteResponse is the answer to ExecuteNative.
 type NativeExecuteResponse struct {
+	RUFID           string          `json:"rufid"`
+	Registered      bool            `json:"registered"`
 	ExecutionID     string          `json:"execution_id"`
 	Status          string          `json:"status,omitempty"`
 	Result          json.RawMessage `json:"result,omitempty"`
@@ -436,3 +490,165 @@ type NativeExecuteResponse struct {
 
 // Decode unmarshals Result into out.
 func (r *NativeExecuteResponse) Decode(out any) error { return decodeResult(r.Result, out) }
+
+// ---- branches, versions, export ----------------------------------------------------------
+
+// DeployRequest is the body of POST /api/v1/functions/deploy: a create body plus the branch
+// ("" = main) and its key (needed to move an existing branch; on a new one, optionally your own).
+type DeployRequest struct {
+	CreateRequest
+	Branch    string `json:"branch,omitempty"`
+	BranchKey string `json:"branch_key,omitempty"`
+}
+
+// BranchHead is a branch head (never its key).
+type BranchHead struct {
+	FunctionName string `json:"function_name"`
+	Branch       string `json:"branch"`
+	Version      string `json:"version"`
+	RUFID        string `json:"rufid"` // full form
+	RUFIDShort   string `json:"rufid_short"`
+	FullRUFID    string `json:"full_rufid"`
+	CreatedAt    string `json:"created_at"`
+	UpdatedAt    string `json:"updated_at"`
+	UpdatedBy    string `json:"updated_by"`
+}
+
+func (h *BranchHead) normalize() { fillRUFIDForms(h.RUFID, &h.RUFIDShort, &h.FullRUFID, h.Version, "") }
+
+// DeployResponse is the answer to Deploy.
+type DeployResponse struct {
+	CreateResponse
+	FunctionName  string `json:"function_name"`
+	Branch        string `json:"branch"`
+	BranchCreated bool   `json:"branch_created"`
+	// BranchKey is set only when this deploy created the branch: shown once.
+	BranchKey       string         `json:"branch_key,omitempty"`
+	Moved           bool           `json:"moved"`
+	PreviousVersion *string        `json:"previous_version"`
+	Head            BranchHead     `json:"head"`
+	Manifest        map[string]any `json:"manifest"`
+	Lockfile        map[string]any `json:"lockfile"`
+}
+
+func (r *DeployResponse) normalize() {
+	r.CreateResponse.normalize()
+	r.Head.normalize()
+}
+
+// InvokeResponse is the answer to Invoke: the execution and the version the head pointed at.
+type InvokeResponse struct {
+	ExecuteResponse
+	RUFID        string `json:"rufid"` // full form
+	RUFIDShort   string `json:"rufid_short"`
+	FullRUFID    string `json:"full_rufid"`
+	Version      string `json:"version"`
+	Branch       string `json:"branch"`
+	FunctionName string `json:"function_name"`
+}
+
+func (r *InvokeResponse) normalize() {
+	fillRUFIDForms(r.RUFID, &r.RUFIDShort, &r.FullRUFID, r.Version, "")
+}
+
+// VersionEntry is one version of a lineage.
+type VersionEntry struct {
+	Version          string         `json:"version"`
+	RUFID            string         `json:"rufid"` // full form
+	RUFIDShort       string         `json:"rufid_short"`
+	FullRUFID        string         `json:"full_rufid"`
+	ContentDigest    string         `json:"content_digest"`
+	CreatedAt        string         `json:"created_at"`
+	Author           string         `json:"author"`
+	DeletedAt        string         `json:"deleted_at,omitempty"`
+	ManifestSnapshot map[string]any `json:"manifest_snapshot"`
+	Branches         []any          `json:"branches"`
+}
+
+func (v *VersionEntry) normalize() {
+	fillRUFIDForms(v.RUFID, &v.RUFIDShort, &v.FullRUFID, v.Version, "")
+}
+
+// VersionList is the answer to ListVersions: the version ledger of a lineage and its heads.
+type VersionList struct {
+	FunctionName string         `json:"function_name"`
+	Versions     []VersionEntry `json:"versions"`
+	Heads        []BranchHead   `json:"heads"`
+}
+
+func (l *VersionList) normalize() {
+	normalizeAll(l.Versions)
+	normalizeAll(l.Heads)
+}
+
+type branchList struct {
+	Items []BranchHead `json:"items"`
+}
+
+func (l *branchList) normalize() { normalizeAll(l.Items) }
+
+// ExportedFunction is the answer to ExportFunction: the files of a version (texts as sent, or nil).
+type ExportedFunction struct {
+	RUFID        string         `json:"rufid"` // full form
+	RUFIDShort   string         `json:"rufid_short"`
+	FullRUFID    string         `json:"full_rufid"`
+	Version      string         `json:"version"`
+	FunctionName string         `json:"function_name"`
+	Manifest     map[string]any `json:"manifest"`
+	Lockfile     map[string]any `json:"lockfile"`
+	ManifestText *string        `json:"manifest_text"`
+	LockfileText *string        `json:"lockfile_text"`
+}
+
+func (r *ExportedFunction) normalize() {
+	fillRUFIDForms(r.RUFID, &r.RUFIDShort, &r.FullRUFID, r.Version, "")
+}
+
+// ---- audit, federation reads, probes -----------------------------------------------------
+
+// AuditQuery filters ListAuditEntries; zero fields are not sent.
+type AuditQuery struct {
+	From      string // ISO 8601
+	To        string
+	Tenant    string // a tenant, or "~none" (operators)
+	Operation string
+	RUFID     string
+	Limit     int // at most 1000
+	Cursor    string
+}
+
+// AuditPage is one page of audit entries; pass NextCursor as Cursor for the next one.
+type AuditPage struct {
+	Items      []map[string]any `json:"items"`
+	NextCursor *string          `json:"next_cursor"`
+}
+
+// FederationNodes is the answer to ListNodes.
+type FederationNodes struct {
+	NodeID string           `json:"node_id"`
+	Nodes  []map[string]any `json:"nodes"`
+}
+
+// CatalogDigest is a digest of the replicated catalog, to compare nodes.
+type CatalogDigest struct {
+	Digest  string           `json:"digest"`
+	Entries int              `json:"entries"`
+	Vector  map[string]int64 `json:"vector"`
+}
+
+// ConflictList is the answer to ListConflicts.
+type ConflictList struct {
+	Items []map[string]any `json:"items"`
+}
+
+// Health is the answer to Health (GET /healthz).
+type Health struct {
+	Status  string  `json:"status"`
+	PID     int     `json:"pid"`
+	UptimeS float64 `json:"uptime_s"`
+}
+
+// Readiness is the answer to Readiness: "ready", or "starting"/"draining" (answered 503).
+type Readiness struct {
+	Status string `json:"status"`
+}

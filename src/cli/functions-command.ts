@@ -6,7 +6,8 @@ import {
   LOCKFILE_FILE, LockfileGenerator, MANIFEST_FILE, checkLockfile, checkManifest, lockIdentity, manifestDigest,
   type FunctionLockfile, type FunctionManifest, type ResolutionProgress,
 } from '../engine/manifests/index.js'
-import { CliError, action, printJson, progressMode, resolveSettings, SvcHttpClient, withConnection, type ConnectionOptions } from './http-client.js'
+import type { CreateFunctionInput } from '../client/types.js'
+import { CliError, action, clientFor, printJson, progressMode, resolveSettings, withConnection, withProgress, type ConnectionOptions } from './connection.js'
 
 type Json = Record<string, unknown>
 
@@ -45,17 +46,25 @@ function manifestPathOf(path: string | undefined): string {
   return existsSync(p) && statSync(p).isDirectory() ? join(p, MANIFEST_FILE) : p
 }
 
-function parseJsonOption(text: string | undefined, flag: string, fallback: unknown): unknown {
-  if (text === undefined) return fallback
+/** `--args`: a JSON object of named arguments or an array of positional ones (default none). */
+function parseArgumentsOption(text: string | undefined): Record<string, unknown> | unknown[] {
+  if (text === undefined) return {}
+  let value: unknown
   try {
-    return JSON.parse(text)
+    value = JSON.parse(text)
   } catch (err) {
-    throw invalid(`${flag} is not JSON: ${(err as Error).message}`)
+    throw invalid(`--args is not JSON: ${(err as Error).message}`)
   }
+  if (value === null || typeof value !== 'object') throw invalid('--args must be a JSON object of named arguments or an array')
+  return value as Record<string, unknown> | unknown[]
 }
 
-function clientFor(opts: ConnectionOptions): SvcHttpClient {
-  return new SvcHttpClient(resolveSettings(opts))
+/** A paging flag: a whole number, or absent. */
+function wholeNumberOption(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined || text === '') return undefined
+  const n = Number(text)
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n)) throw invalid(`${flag} must be a whole number, got ${JSON.stringify(text)}`)
+  return n
 }
 
 const say = (line = ''): void => {
@@ -165,7 +174,7 @@ export interface DefinitionFlags {
  * its entrypoint names) and flags, flags first. Signature: --signature, then
  * `metadata.signature` of the manifest, then the parameter list found in the source.
  */
-export function readDefinition(flags: DefinitionFlags): Json {
+export function readDefinition(flags: DefinitionFlags): CreateFunctionInput {
   const dir = flags.code === undefined ? undefined : resolve(flags.code)
   if (dir !== undefined && !(existsSync(dir) && statSync(dir).isDirectory())) throw invalid(`--code ${flags.code} is not a directory`)
   const manifestPath = flags.manifest !== undefined ? resolve(flags.manifest) : dir !== undefined && existsSync(join(dir, MANIFEST_FILE)) ? join(dir, MANIFEST_FILE) : undefined
@@ -384,20 +393,20 @@ async function deploy(opts: DeployOptions): Promise<void> {
   const definition = readDefinition(opts)
   const branchKey = opts.branchKey ?? (process.env.SVC_BRANCH_KEY || undefined)
   const client = clientFor(opts)
-  const r = await client.request<Json>('POST', '/api/v1/functions/deploy', {
+  const r = await withProgress(`deploying ${definition.function_name} to ${opts.branch}`, () => client.deploy({
     ...definition,
     branch: opts.branch,
     ...(branchKey ? { branch_key: branchKey } : {}),
-  }, { progress: `deploying ${String(definition.function_name)} to ${opts.branch}` })
+  }))
   if (opts.json) return printJson(r)
   const move = r.moved
-    ? r.previous_version ? `${String(r.previous_version)} → ${String(r.version)}` : `created at ${String(r.version)}`
-    : `already at ${String(r.version)}`
-  say(`deployed ${String(r.function_name)} ${String(r.version)} to branch ${String(r.branch)} (${move})`)
-  say(`  rufid   ${String(r.rufid)}${r.created ? '' : '  (existing version)'}`)
+    ? r.previous_version ? `${r.previous_version} → ${r.version}` : `created at ${r.version}`
+    : `already at ${r.version}`
+  say(`deployed ${r.function_name} ${r.version} to branch ${r.branch} (${move})`)
+  say(`  rufid   ${r.rufid}${r.created ? '' : '  (existing version)'}`)
   for (const line of pinLines(r.lockfile)) say(line)
   if (typeof r.branch_key === 'string') {
-    say(`branch key for ${String(r.branch)} (shown once; needed to deploy to this branch again):`)
+    say(`branch key for ${r.branch} (shown once; needed to deploy to this branch again):`)
     say(`  ${r.branch_key}`)
   }
 }
@@ -413,21 +422,20 @@ async function invoke(opts: InvokeOptions): Promise<void> {
     if (typeof m.name !== 'string') throw invalid(`${path} has no "name": pass --name`)
     name = m.name
   }
-  const args = parseJsonOption(opts.args, '--args', {})
-  const r = await clientFor(opts).request<Json>('POST', `/api/v1/functions/branches/${encodeURIComponent(opts.branch)}/invoke`, { function_name: name, arguments: args }, {
-    progress: `running ${name} on ${opts.branch}`,
-  })
+  const args = parseArgumentsOption(opts.args)
+  const client = clientFor(opts)
+  const r = await withProgress(`running ${name} on ${opts.branch}`, () => client.invoke(name, opts.branch, args))
   if (opts.json) return printJson(r)
-  say(`branch ${String(r.branch)} → ${String(r.function_name)} ${String(r.version)} (${String(r.rufid)})`)
-  say(`status  ${String(r.status)} in ${String(r.execution_time_ms)} ms`)
+  say(`branch ${r.branch} → ${r.function_name} ${r.version} (${r.rufid})`)
+  say(`status  ${r.status} in ${r.execution_time_ms} ms`)
   say(`result  ${JSON.stringify(r.result)}`)
 }
 
 type ExportOptions = ConnectionOptions & { version?: string; out?: string; json?: boolean }
 
 async function exportFiles(rufid: string, opts: ExportOptions): Promise<void> {
-  const r = await clientFor(opts).request<Json>('GET', `/api/v1/functions/${encodeURIComponent(rufid)}/export`, undefined, { query: { version: opts.version } })
-  if (r.manifest === null || r.manifest === undefined) throw invalid(`${String(r.rufid)} was published without a manifest: nothing to export`)
+  const r = await clientFor(opts).exportFunction(rufid, opts.version)
+  if (r.manifest === null || r.manifest === undefined) throw invalid(`${r.rufid} was published without a manifest: nothing to export`)
   const out = resolve(opts.out ?? '.')
   mkdirSync(out, { recursive: true })
   const manifestPath = join(out, MANIFEST_FILE)
@@ -436,7 +444,7 @@ async function exportFiles(rufid: string, opts: ExportOptions): Promise<void> {
   writeFileSync(manifestPath, typeof r.manifest_text === 'string' ? r.manifest_text : jsonFileText(r.manifest))
   if (r.lockfile !== null && r.lockfile !== undefined) writeFileSync(lockPath, typeof r.lockfile_text === 'string' ? r.lockfile_text : jsonFileText(r.lockfile))
   if (opts.json) return printJson({ ...r, manifest_path: manifestPath, lockfile_path: r.lockfile ? lockPath : null })
-  say(`exported ${String(r.rufid)}`)
+  say(`exported ${r.rufid}`)
   say(`  ${manifestPath}`)
   if (r.lockfile) say(`  ${lockPath}`)
   for (const line of pinLines(r.lockfile)) say(line)
@@ -447,73 +455,74 @@ type CreateOptions = DefinitionFlags & ConnectionOptions & { json?: boolean }
 async function create(opts: CreateOptions): Promise<void> {
   const definition = readDefinition(opts)
   const client = clientFor(opts)
-  const r = await client.request<Json>('POST', '/api/v1/functions/create', definition, { progress: `publishing ${String(definition.function_name)}` })
-  let lockfile = r.lockfile
+  const r = await withProgress(`publishing ${definition.function_name}`, () => client.create(definition))
+  let lockfile = (r as { lockfile?: unknown }).lockfile
   if (lockfile === undefined && definition.manifest !== undefined) {
     // the resolved versions are in the stored lockfile
-    lockfile = (await client.request<Json>('POST', '/api/v1/functions/resolve', { rufid: r.rufid_short, version: r.version })).lockfile
+    lockfile = (await client.resolve(r.rufid_short, r.version)).lockfile
   }
   if (opts.json) return printJson(lockfile === undefined ? r : { ...r, lockfile })
-  say(`${r.created === false ? 'exists' : 'created'} ${String(r.rufid)}`)
-  say(`  version  ${String(r.version)}`)
-  say(`  import   ${String(r.import_statement)}`)
-  say(`  share    ${String(r.share_url)}`)
+  say(`${r.created === false ? 'exists' : 'created'} ${r.rufid}`)
+  say(`  version  ${r.version}`)
+  say(`  import   ${r.import_statement}`)
+  say(`  share    ${r.share_url}`)
   for (const line of pinLines(lockfile)) say(line)
 }
 
 async function resolveRufid(rufid: string, opts: ConnectionOptions & { version?: string; json?: boolean }): Promise<void> {
-  const r = await clientFor(opts).request<Json>('POST', '/api/v1/functions/resolve', { rufid, ...(opts.version ? { version: opts.version } : {}) })
+  const r = await clientFor(opts).resolve(rufid, opts.version || undefined)
   if (opts.json) return printJson(r)
-  say(`${String(r.rufid)}`)
-  for (const k of ['function_name', 'signature', 'language', 'version', 'function_id', 'content_digest', 'created_at', 'cached', 'resolution_time_ms']) {
+  say(r.rufid)
+  for (const k of ['function_name', 'signature', 'language', 'version', 'function_id', 'content_digest', 'created_at', 'cached', 'resolution_time_ms'] as const) {
     if (r[k] !== undefined) say(`  ${k.padEnd(18)} ${String(r[k])}`)
   }
   for (const line of pinLines(r.lockfile)) say(line)
 }
 
 async function execute(rufid: string, opts: ConnectionOptions & { version?: string; args?: string; json?: boolean }): Promise<void> {
-  const args = parseJsonOption(opts.args, '--args', {})
-  const r = await clientFor(opts).request<Json>('POST', `/api/v1/functions/${encodeURIComponent(rufid)}/execute`, {
-    arguments: args,
-    ...(opts.version ? { version: opts.version } : {}),
-  }, { progress: `running ${rufid}` })
+  const args = parseArgumentsOption(opts.args)
+  const client = clientFor(opts)
+  const r = await withProgress(`running ${rufid}`, () => client.execute(rufid, args, { version: opts.version || undefined }))
   if (opts.json) return printJson(r)
-  say(`status  ${String(r.status)} in ${String(r.execution_time_ms)} ms (execution ${String(r.execution_id)})`)
+  say(`status  ${r.status} in ${r.execution_time_ms} ms (execution ${r.execution_id})`)
   say(`result  ${JSON.stringify(r.result)}`)
 }
 
 async function list(opts: ConnectionOptions & { search?: string; tags?: string; limit?: string; offset?: string; json?: boolean }): Promise<void> {
-  const r = await clientFor(opts).request<{ items: Json[]; pagination: Json }>('GET', '/api/v1/functions', undefined, {
-    query: { search: opts.search, tags: opts.tags, limit: opts.limit, offset: opts.offset },
+  const r = await clientFor(opts).listFunctions({
+    search: opts.search || undefined,
+    tags: opts.tags ? opts.tags.split(',') : undefined,
+    limit: wholeNumberOption(opts.limit, '--limit'),
+    offset: wholeNumberOption(opts.offset, '--offset'),
   })
   if (opts.json) return printJson(r)
-  for (const f of r.items) say(`${String(f.full_rufid ?? f.rufid)}  ${String(f.function_name)}${String(f.signature)}  ${String(f.language)}  ${String(f.created_at)}`)
+  for (const f of r.items) say(`${f.full_rufid ?? f.rufid}  ${f.function_name}${f.signature}  ${f.language}  ${f.created_at}`)
   const p = r.pagination
-  say(`${r.items.length} of ${String(p.total)}${p.next_offset !== null && p.next_offset !== undefined ? ` (next: --offset ${String(p.next_offset)})` : ''}`)
+  say(`${r.items.length} of ${p.total}${p.next_offset !== null && p.next_offset !== undefined ? ` (next: --offset ${p.next_offset})` : ''}`)
 }
 
 async function remove(rufid: string, opts: ConnectionOptions & { version?: string; json?: boolean }): Promise<void> {
-  const r = await clientFor(opts).request<{ deleted: string[] }>('DELETE', `/api/v1/functions/${encodeURIComponent(rufid)}`, undefined, { query: { version: opts.version } })
+  const r = await clientFor(opts).deleteFunction(rufid, opts.version || undefined)
   if (opts.json) return printJson(r)
   for (const d of r.deleted) say(`deleted ${d}`)
 }
 
 async function versions(rufid: string, opts: ConnectionOptions & { json?: boolean }): Promise<void> {
-  const r = await clientFor(opts).request<{ function_name: string; versions: Json[]; heads: Json[] }>('GET', `/api/v1/functions/${encodeURIComponent(rufid)}/versions`)
+  const r = await clientFor(opts).listVersions(rufid)
   if (opts.json) return printJson(r)
-  say(`${r.function_name}`)
+  say(r.function_name)
   for (const v of r.versions) {
-    const heads = r.heads.filter((h) => h.version === v.version).map((h) => String(h.branch))
-    say(`  ${String(v.version).padEnd(5)} ${String(v.rufid_short)}  ${String(v.created_at)}  ${String(v.author)}${v.deleted_at ? '  deleted' : ''}${heads.length ? `  ← ${heads.join(', ')}` : ''}`)
-    for (const line of pinLines((v.manifest_snapshot as { lockfile?: unknown } | undefined)?.lockfile)) say(`    ${line.trim()}`)
+    const heads = r.heads.filter((h) => h.version === v.version).map((h) => h.branch)
+    say(`  ${v.version.padEnd(5)} ${v.rufid_short}  ${v.created_at}  ${v.author}${v.deleted_at ? '  deleted' : ''}${heads.length ? `  ← ${heads.join(', ')}` : ''}`)
+    for (const line of pinLines(v.manifest_snapshot?.lockfile)) say(`    ${line.trim()}`)
   }
 }
 
 async function branches(opts: ConnectionOptions & { name?: string; json?: boolean }): Promise<void> {
-  const r = await clientFor(opts).request<{ items: Json[] }>('GET', '/api/v1/functions/branches', undefined, { query: { function_name: opts.name } })
-  if (opts.json) return printJson(r)
-  for (const h of r.items) say(`${String(h.function_name)}/${String(h.branch)}  ${String(h.version)}  ${String(h.rufid)}  ${String(h.updated_at)}`)
-  if (r.items.length === 0) say('no branches')
+  const items = await clientFor(opts).listBranches(opts.name || undefined)
+  if (opts.json) return printJson({ items })
+  for (const h of items) say(`${h.function_name}/${h.branch}  ${h.version}  ${h.rufid}  ${h.updated_at}`)
+  if (items.length === 0) say('no branches')
 }
 
 const json = (cmd: Command): Command => cmd.option('--json', 'print the node\'s JSON response')

@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander'
 import { SCOPES } from '../engine/auth/permissions.js'
-import { CliError, action, printJson, resolveSettings, SvcHttpClient, withConnection, type ConnectionOptions } from './http-client.js'
+import { CliError, action, clientFor, printJson, withConnection, type ConnectionOptions } from './connection.js'
 
 /** What `svc keys create` received; `admin`, `tenant` and `dataDir` exist when an admin handler is given. */
 export interface KeyCreateOptions extends ConnectionOptions {
@@ -34,12 +34,11 @@ async function createOnline(opts: KeyCreateOptions): Promise<void> {
     expires_days = Number(opts.expiresDays)
     if (!Number.isInteger(expires_days) || expires_days < 1) throw new CliError(1006, 'VALIDATION_FAILED', '--expires-days must be a whole number of days, at least 1')
   }
-  const client = new SvcHttpClient(resolveSettings(opts))
-  const r = await client.request<Record<string, unknown>>('POST', '/api/v1/auth/v2/api-keys', { name: opts.name, scopes, ...(expires_days !== undefined ? { expires_days } : {}) })
+  const r = await clientFor(opts).createApiKey({ name: opts.name, scopes, ...(expires_days !== undefined ? { expires_days } : {}) })
   if (opts.json) return printJson(r)
-  say(`api key ${String(r.key_id)} "${String(r.name)}" for tenant ${String(r.tenant_id)}; scopes ${(r.scopes as string[]).join(', ')}; expires ${r.expires_at === null ? 'never' : String(r.expires_at)}`)
+  say(`api key ${r.key_id} "${r.name}" for tenant ${r.tenant_id}; scopes ${r.scopes.join(', ')}; expires ${r.expires_at === null ? 'never' : r.expires_at}`)
   say('the key (shown once, stored only as a hash):')
-  say(`  ${String(r.api_key)}`)
+  say(`  ${r.api_key}`)
 }
 
 /** `svc keys …`: API keys of a running node (create, list, revoke), plus `create --admin` when a handler is injected. */
@@ -67,13 +66,13 @@ export function keysCommand(options: KeysCommandOptions = {}): Command {
     .description('list the API keys of your tenant (never their secrets)')
     .option('--json', 'print JSON')
     .action(action(async (opts: ConnectionOptions & { json?: boolean }) => {
-      const r = await new SvcHttpClient(resolveSettings(opts)).request<{ items: Array<Record<string, unknown>> }>('GET', '/api/v1/auth/v2/api-keys')
-      if (opts.json) return printJson(r)
-      for (const k of r.items) {
-        const state = k.revoked_at ? `revoked ${String(k.revoked_at)}` : k.expires_at ? `expires ${String(k.expires_at)}` : 'never expires'
-        say(`${String(k.key_id)}  ${String(k.name)}  ${(k.scopes as string[] | undefined ?? []).join(',')}  ${state}`)
+      const items = await clientFor(opts).listApiKeys()
+      if (opts.json) return printJson({ items })
+      for (const k of items) {
+        const state = k.revoked_at ? `revoked ${k.revoked_at}` : k.expires_at ? `expires ${k.expires_at}` : 'never expires'
+        say(`${k.key_id}  ${k.name}  ${(k.scopes ?? []).join(',')}  ${state}`)
       }
-      if (r.items.length === 0) say('no keys')
+      if (items.length === 0) say('no keys')
     }))
 
   withConnection(keys.command('revoke'))
@@ -81,9 +80,9 @@ export function keysCommand(options: KeysCommandOptions = {}): Command {
     .argument('<key_id>', 'the key id (from svc keys list)')
     .option('--json', 'print JSON')
     .action(action(async (keyId: string, opts: ConnectionOptions & { json?: boolean }) => {
-      const r = await new SvcHttpClient(resolveSettings(opts)).request<Record<string, unknown>>('DELETE', `/api/v1/auth/v2/api-keys/${encodeURIComponent(keyId)}`)
+      const r = await clientFor(opts).revokeApiKey(keyId)
       if (opts.json) return printJson(r)
-      say(`revoked ${String(r.key_id)} at ${String(r.revoked_at)}`)
+      say(`revoked ${r.key_id} at ${r.revoked_at}`)
     }))
   return keys
 }

@@ -9,11 +9,14 @@ import {
   errorFromResponse, isSvcError, svcError,
 } from './errors.js'
 import { openSubscription, type EventSubscription, type SubscribeOptions } from './subscriptions.js'
+import { executionRecordFields, withRufidForms, withRufidFormsIn } from './fields.js'
 import type {
-  ApiKeyInfo, ApiKeyRequest, CreateFunctionInput, CreateFunctionResponse, DeleteResponse, ExecuteResponse,
-  ExecutionArguments, ExecutionEvent, ExecutionLogs, ExecutionRecord, ExecutionRef, FunctionList, FunctionMetadata,
-  ListOptions, MintedApiKey, NativeExecuteInput, NativeExecuteResponse, PublishInput, PublishResponse, Resolution,
-  RevokedApiKey, SearchOptions, SearchResult, SystemEvent, Telemetry,
+  ApiKeyInfo, ApiKeyRequest, AuditPage, AuditQuery, BranchHead, CatalogDigest, ConflictList, CreateFunctionInput,
+  CreateFunctionResponse, DeleteResponse, DeployInput, DeployResponse, Discovery, ExecuteResponse, ExecutionArguments,
+  ExecutionEvent, ExecutionLogs, ExecutionRecord, ExecutionRef, ExportedFunction, FederationNodes, FunctionList,
+  FunctionMetadata, Health, InvokeResponse, ListOptions, MintedApiKey, NativeExecuteInput, NativeExecuteResponse,
+  PublishInput, PublishResponse, Readiness, Resolution, RevokedApiKey, SearchOptions, SearchResult, SystemEvent,
+  Telemetry, VersionList,
 } from './types.js'
 
 export const CLIENT_VERSION = '0.1.0'
@@ -48,6 +51,8 @@ export interface RequestOptions {
   headers?: Record<string, string>
   /** aborting rejects with the signal's reason */
   signal?: AbortSignal
+  /** non-2xx statuses whose JSON body is returned instead of rejected (e.g. 503 of `/readyz`) */
+  okStatuses?: number[]
 }
 
 export interface WaitOptions {
@@ -225,7 +230,7 @@ export class SvcClient {
         details: { url: target, reason: reason?.code ?? (err as Error).message }, cause: err,
       })
     }
-    if (res.status < 200 || res.status > 299) {
+    if ((res.status < 200 || res.status > 299) && !options.okStatuses?.includes(res.status)) {
       throw errorFromResponse(res.status, text, res.headers.get('retry-after'))
     }
     if (text.trim() === '') return {} as T
@@ -257,7 +262,7 @@ export class SvcClient {
 
   /** `POST /api/v1/functions/create`: 201 new, or 200 (`created: false`) when the content existed. */
   async create(input: CreateFunctionInput): Promise<CreateFunctionResponse> {
-    return this.request('POST', '/api/v1/functions/create', { body: input })
+    return withRufidForms(await this.request<CreateFunctionResponse>('POST', '/api/v1/functions/create', { body: input }))
   }
 
   /** `POST /api/v1/functions/resolve` (short or full RUFID; `version` as `v2` or `2`; default newest). */
@@ -265,7 +270,7 @@ export class SvcClient {
     parseRufid(rufid)
     const body: Record<string, unknown> = { rufid }
     if (version !== undefined) body.version = versionLabel(version)
-    return this.request('POST', '/api/v1/functions/resolve', { body })
+    return withRufidForms(await this.request<Resolution>('POST', '/api/v1/functions/resolve', { body }))
   }
 
   /** `POST /api/v1/functions/{rufid}/execute` with named (object) or positional (array) arguments. */
@@ -277,16 +282,16 @@ export class SvcClient {
 
   /** `GET /api/v1/functions/{rufid}`: metadata with usage metrics. */
   async getFunction(rufid: string, version?: string | number): Promise<FunctionMetadata> {
-    return this.request('GET', `/api/v1/functions/${rufidSegment(rufid)}`, {
+    return withRufidForms(await this.request<FunctionMetadata>('GET', `/api/v1/functions/${rufidSegment(rufid)}`, {
       query: { version: version === undefined ? undefined : versionLabel(version) },
-    })
+    }))
   }
 
   /** `GET /api/v1/functions?search=&tags=&limit=&offset=`. */
   async listFunctions(options: ListOptions = {}): Promise<FunctionList> {
-    return this.request('GET', '/api/v1/functions', {
+    return withRufidFormsIn(await this.request<FunctionList>('GET', '/api/v1/functions', {
       query: { search: options.search, tags: options.tags, limit: options.limit, offset: options.offset },
-    })
+    }), 'items')
   }
 
   /** `DELETE /api/v1/functions/{rufid}`: tombstones that version (full form) or every live version. */
@@ -300,10 +305,10 @@ export class SvcClient {
 
   /** `POST /v1/functions` (the source is sent base64-encoded). */
   async publish(input: PublishInput): Promise<PublishResponse> {
-    const body: Record<string, unknown> = { name: input.name, runtime: input.runtime, source: toBase64(input.source) }
-    if (input.description !== undefined) body.description = input.description
-    if (input.tags !== undefined) body.tags = input.tags
-    return this.request('POST', '/v1/functions', { body })
+    const { source, ...rest } = input
+    const body: Record<string, unknown> = { ...rest, source: toBase64(source) }
+    for (const [k, v] of Object.entries(body)) if (v === undefined) delete body[k]
+    return withRufidForms(await this.request<PublishResponse>('POST', '/v1/functions', { body }))
   }
 
   /** `POST /v1/functions/{rufid}/executions`: starts an execution, 202 `{execution_id, status}`. */
@@ -312,8 +317,8 @@ export class SvcClient {
   }
 
   /** `GET /v1/executions/{id}`: the execution record. */
-  async getExecution<R = unknown>(executionId: string): Promise<ExecutionRecord<R>> {
-    return this.request('GET', `/v1/executions/${idSegment('execution_id', executionId)}`)
+  async getExecution<R = unknown>(executionId: string, options: { signal?: AbortSignal } = {}): Promise<ExecutionRecord<R>> {
+    return executionRecordFields(await this.request<ExecutionRecord<R>>('GET', `/v1/executions/${idSegment('execution_id', executionId)}`, options))
   }
 
   /** `GET /v1/executions/{id}/logs`. */
@@ -331,9 +336,7 @@ export class SvcClient {
     let delay = Math.max(10, options.intervalMs ?? 50)
     const maxDelay = Math.max(1000, delay)
     for (;;) {
-      const record = await this.request<ExecutionRecord<R>>('GET', `/v1/executions/${idSegment('execution_id', executionId)}`, {
-        signal: options.signal,
-      })
+      const record = await this.getExecution<R>(executionId, { signal: options.signal })
       if (!PENDING_STATES.has(record.status)) return record
       const remaining = deadline - performance.now()
       if (remaining <= 0) {
@@ -348,9 +351,9 @@ export class SvcClient {
 
   /** `GET /v1/marketplace/functions/search?q=&language=&tags=&limit=&offset=`. */
   async search(q: string, options: SearchOptions = {}): Promise<SearchResult> {
-    return this.request('GET', '/v1/marketplace/functions/search', {
+    return withRufidFormsIn(await this.request<SearchResult>('GET', '/v1/marketplace/functions/search', {
       query: { q, language: options.language, tags: options.tags, limit: options.limit, offset: options.offset },
-    })
+    }), 'items')
   }
 
   /** `GET /v1/telemetry/functions/{rufid}?window=` (a duration such as `15m`, `1h`). */
@@ -378,7 +381,82 @@ export class SvcClient {
 
   /** `POST /api/v1/execution/execute` (native test mode). */
   async executeNative<R = unknown>(input: NativeExecuteInput): Promise<NativeExecuteResponse<R>> {
-    return this.request('POST', '/api/v1/execution/execute', { body: input })
+    return withRufidForms(await this.request<NativeExecuteResponse<R>>('POST', '/api/v1/execution/execute', { body: input }))
+  }
+
+  // ---- branches, versions, export ------------------------------------------------------------
+
+  /**
+   * `POST /api/v1/functions/deploy`: publishes the function (as `create`) and points `branch`
+   * (default `main`) at the version. The first deploy to a branch creates it and answers its
+   * `branch_key` once; moving it later needs that key (`PermissionDeniedError` otherwise).
+   */
+  async deploy(input: DeployInput): Promise<DeployResponse> {
+    const answer = withRufidForms(await this.request<DeployResponse>('POST', '/api/v1/functions/deploy', { body: input }))
+    withRufidFormsIn(answer, 'head')
+    return answer
+  }
+
+  /** `POST /api/v1/functions/branches/{branch}/invoke`: runs the version the head of `branch` points at. */
+  async invoke<R = unknown>(functionName: string, branch = 'main', args: ExecutionArguments = {}): Promise<InvokeResponse<R>> {
+    return withRufidForms(await this.request<InvokeResponse<R>>('POST', `/api/v1/functions/branches/${idSegment('branch', branch)}/invoke`, {
+      body: { function_name: functionName, arguments: args },
+    }))
+  }
+
+  /** `GET /api/v1/functions/branches?function_name=`: the tenant's branch heads (of one function when named). */
+  async listBranches(functionName?: string): Promise<BranchHead[]> {
+    const answer = await this.request<{ items: BranchHead[] }>('GET', '/api/v1/functions/branches', { query: { function_name: functionName } })
+    return withRufidFormsIn(answer, 'items').items
+  }
+
+  /** `GET /api/v1/functions/{rufid}/versions`: the version ledger of the RUFID's lineage, with its heads. */
+  async listVersions(rufid: string): Promise<VersionList> {
+    return withRufidFormsIn(await this.request<VersionList>('GET', `/api/v1/functions/${rufidSegment(rufid)}/versions`), 'versions', 'heads')
+  }
+
+  /** `GET /api/v1/functions/{rufid}/export`: manifest and lockfile of a version (texts as sent). */
+  async exportFunction(rufid: string, version?: string | number): Promise<ExportedFunction> {
+    return withRufidForms(await this.request<ExportedFunction>('GET', `/api/v1/functions/${rufidSegment(rufid)}/export`, {
+      query: { version: version === undefined ? undefined : versionLabel(version) },
+    }))
+  }
+
+  // ---- audit, federation reads, probes ---------------------------------------------------------
+
+  /** `GET /api/v1/audit` (admin): audit entries, newest first; pass `next_cursor` as `cursor` for the next page. */
+  async listAuditEntries(query: AuditQuery = {}): Promise<AuditPage> {
+    return this.request('GET', '/api/v1/audit', { query: { ...query } })
+  }
+
+  /** `GET /api/v1/federation/nodes`: the federation members (`FederationUnreachableError` without federation). */
+  async listNodes(): Promise<FederationNodes> {
+    return this.request('GET', '/api/v1/federation/nodes')
+  }
+
+  /** `GET /api/v1/federation/discover/{rufid}`: the nodes that provide a RUFID. */
+  async discover(rufid: string): Promise<Discovery> {
+    return this.request('GET', `/api/v1/federation/discover/${rufidSegment(rufid)}`)
+  }
+
+  /** `GET /api/v1/federation/catalog/digest`: a digest of the replicated catalog, to compare nodes. */
+  async catalogDigest(): Promise<CatalogDigest> {
+    return this.request('GET', '/api/v1/federation/catalog/digest')
+  }
+
+  /** `GET /api/v1/federation/conflicts`: recorded catalog conflicts. */
+  async listConflicts(): Promise<ConflictList> {
+    return this.request('GET', '/api/v1/federation/conflicts')
+  }
+
+  /** `GET /healthz`: liveness. */
+  async health(): Promise<Health> {
+    return this.request('GET', '/healthz')
+  }
+
+  /** `GET /readyz`: `ready`, or `starting`/`draining` (answered 503, returned, not thrown). */
+  async readiness(): Promise<Readiness> {
+    return this.request('GET', '/readyz', { okStatuses: [503] })
   }
 
   // ---- events ----------------------------------------------------------------------------------

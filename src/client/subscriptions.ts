@@ -12,7 +12,8 @@
  */
 import type { IncomingMessage } from 'node:http'
 import WebSocket from 'ws'
-import { SvcConnectionError, SvcError, errorFromResponse, svcError } from './errors.js'
+import { SvcConnectionError, SvcError, WaitTimeoutError, errorFromResponse, svcError } from './errors.js'
+import { withRufidForms } from './fields.js'
 
 export interface SubscribeOptions<E> {
   /** called for every event; when given, events are not queued for iteration */
@@ -128,7 +129,7 @@ export class EventSubscription<E> implements AsyncIterable<E> {
         timer = setTimeout(() => {
           const i = this.#waiters.indexOf(waiter)
           if (i !== -1) this.#waiters.splice(i, 1)
-          reject(new SvcError({ code: null, name: 'WAIT_TIMEOUT', message: `no ${this.channel} event within ${timeoutMs} ms` }))
+          reject(new WaitTimeoutError(`no ${this.channel} event within ${timeoutMs} ms`, { channel: this.channel }))
         }, timeoutMs)
       }
     })
@@ -258,7 +259,7 @@ export function openSubscription<E>(
           return
         case 'event':
           if (!settled) settle() // a node that sends events without confirming first
-          sub.push(msg.payload as E)
+          sub.push(withRufidForms(msg.payload) as E)
           return
         case 'error': {
           const e = messageError(msg)

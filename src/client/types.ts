@@ -26,13 +26,24 @@ export interface CreateFunctionInput {
   manifest?: Record<string, unknown>
   lockfile?: Record<string, unknown>
   limits?: FunctionLimits
+  /** function.svc.json exactly as written (must parse to `manifest`); export gives it back byte for byte */
+  manifest_text?: string
+  /** function.lock.json exactly as written (must parse to `lockfile`) */
+  lockfile_text?: string
   [extra: string]: unknown
 }
 
-export interface CreateFunctionResponse {
+/** Every body that names a function carries both forms (derived by the client when a node sends one). */
+export interface RufidForms {
+  /** the 12-character hash */
+  rufid_short: string
+  /** `rufid:<hash>:v<n>:<tenant>` */
+  full_rufid: string
+}
+
+export interface CreateFunctionResponse extends RufidForms {
   /** full form `rufid:<hash>:v<n>:<tenant>` */
   rufid: string
-  rufid_short: string
   version: string
   content_digest: string
   import_statement: string
@@ -50,21 +61,24 @@ export interface PublishInput {
   source: string | Uint8Array
   description?: string
   tags?: string[]
+  signature?: string
+  manifest?: Record<string, unknown>
+  lockfile?: Record<string, unknown>
 }
 
-export interface PublishResponse {
+export interface PublishResponse extends RufidForms {
+  /** full form */
   rufid: string
-  rufid_short: string
   version: string
   import_statement: string
   share_url: string
 }
 
 /** `POST /api/v1/functions/resolve` (service-spec §2.7 plus the definition). */
-export interface Resolution {
+export interface Resolution extends RufidForms {
   function_id: string
+  /** full form */
   rufid: string
-  rufid_short: string
   version: string
   accessible: boolean
   cached: boolean
@@ -76,6 +90,8 @@ export interface Resolution {
   created_at: string
   manifest: Record<string, unknown> | null
   lockfile: Record<string, unknown> | null
+  manifest_text?: string | null
+  lockfile_text?: string | null
 }
 
 /** `POST /api/v1/functions/{rufid}/execute`. */
@@ -95,11 +111,15 @@ export interface ExecutionRef {
 export type ExecutionStatus = 'queued' | 'running' | 'success' | 'error' | 'timeout'
 
 /** `GET /v1/executions/{id}`. */
-export interface ExecutionRecord<R = unknown> {
+export interface ExecutionRecord<R = unknown> extends RufidForms {
   execution_id: string
+  /** full form */
   rufid: string
   version: string
-  tenant: string
+  /** the tenant the execution ran for (read from `tenant` on nodes that do not send it yet) */
+  tenant_id: string
+  /** @deprecated the old name of `tenant_id`, sent one more release */
+  tenant?: string
   function_name: string
   language: string
   status: ExecutionStatus
@@ -127,9 +147,9 @@ export interface UsageMetrics {
 }
 
 /** Function metadata (service-spec §2.2; `rufid` is the short form). */
-export interface FunctionMetadata {
+export interface FunctionMetadata extends RufidForms {
+  /** the short form (service-spec §2.2) */
   rufid: string
-  full_rufid: string
   function_name: string
   signature: string
   language: string
@@ -201,7 +221,8 @@ export interface ApiKeyRequest {
   name: string
   /** `functions:create`, `functions:read`, `functions:execute`, `functions:delete`, `admin` */
   scopes: string[]
-  expires_days?: number
+  /** null: never (only where the node allows keys that never expire) */
+  expires_days?: number | null
 }
 
 /** The minted key; `api_key` is shown this once. */
@@ -211,7 +232,7 @@ export interface MintedApiKey {
   name: string
   tenant_id: string
   scopes: string[]
-  expires_at: string
+  expires_at: string | null
 }
 
 export interface ApiKeyInfo {
@@ -221,7 +242,7 @@ export interface ApiKeyInfo {
   scopes: string[]
   created_at: string
   created_by?: string
-  expires_at: string
+  expires_at: string | null
   revoked_at?: string
 }
 
@@ -242,17 +263,17 @@ export interface NativeExecuteInput {
   language?: string
 }
 
-export interface NativeExecuteResponse<R = unknown> extends ExecuteResponse<R> {
+export interface NativeExecuteResponse<R = unknown> extends ExecuteResponse<R>, Partial<RufidForms> {
   rufid: string
   registered: boolean
   timing: { execution_time_ms: number; cpu_time_ms: number; total_time_ms: number }
 }
 
 /** One finished execution, as the `/ws` `executions` channel sends it (`engine/events.ts`). */
-export interface ExecutionEvent {
+export interface ExecutionEvent extends RufidForms {
   execution_id: string
+  /** full form */
   rufid: string
-  rufid_short: string
   version: string
   tenant_id: string
   function_name: string
@@ -270,4 +291,138 @@ export interface SystemEvent {
   message: string
   timestamp: string
   data: Record<string, unknown>
+}
+
+// ---- branches, versions, export (README "Manifests, lockfiles, versions and branches") -----
+
+/** `POST /api/v1/functions/deploy`: a create body plus the branch and, after its creation, its key. */
+export interface DeployInput extends CreateFunctionInput {
+  /** default `main` */
+  branch?: string
+  /** needed to move an existing branch; on a new branch, optional: your own key (16+ characters) */
+  branch_key?: string
+}
+
+/** A branch head (never its key). */
+export interface BranchHead extends RufidForms {
+  function_name: string
+  branch: string
+  version: string
+  /** full form */
+  rufid: string
+  created_at: string
+  updated_at: string
+  updated_by: string
+}
+
+export interface DeployResponse extends CreateFunctionResponse {
+  function_name: string
+  branch: string
+  /** true when this deploy created the branch */
+  branch_created: boolean
+  /** only when this deploy created the branch: shown once, needed to move it again */
+  branch_key?: string
+  /** false when the head already pointed at this version */
+  moved: boolean
+  previous_version: string | null
+  head: BranchHead
+  manifest: Record<string, unknown> | null
+  lockfile: Record<string, unknown> | null
+}
+
+/** `POST /api/v1/functions/branches/{branch}/invoke`. */
+export interface InvokeResponse<R = unknown> extends ExecuteResponse<R>, RufidForms {
+  /** full form of the version the head points at */
+  rufid: string
+  version: string
+  branch: string
+  function_name: string
+}
+
+/** One version of a lineage in `GET /api/v1/functions/{rufid}/versions`. */
+export interface VersionEntry extends RufidForms {
+  version: string
+  /** full form */
+  rufid: string
+  content_digest: string
+  created_at: string
+  author: string
+  deleted_at?: string
+  manifest_snapshot: { manifest: Record<string, unknown> | null; lockfile: Record<string, unknown> | null; [k: string]: unknown }
+  branches: unknown[]
+}
+
+export interface VersionList {
+  function_name: string
+  versions: VersionEntry[]
+  heads: BranchHead[]
+}
+
+/** `GET /api/v1/functions/{rufid}/export`: the files of a version. */
+export interface ExportedFunction extends RufidForms {
+  /** full form */
+  rufid: string
+  version: string
+  function_name: string
+  manifest: Record<string, unknown> | null
+  lockfile: Record<string, unknown> | null
+  /** the files exactly as sent (null when not sent as text, or a generated lockfile) */
+  manifest_text: string | null
+  lockfile_text: string | null
+}
+
+// ---- audit, federation reads, node probes ---------------------------------------------------
+
+export interface AuditQuery {
+  /** ISO 8601 */
+  from?: string
+  to?: string
+  /** a tenant, or `~none` (operators only) */
+  tenant?: string
+  operation?: string
+  rufid?: string
+  /** at most 1000 */
+  limit?: number
+  cursor?: string
+}
+
+export interface AuditPage {
+  items: Array<Record<string, unknown>>
+  next_cursor: string | null
+}
+
+export interface FederationNode {
+  node_id: string
+  endpoint?: string
+  [k: string]: unknown
+}
+
+export interface FederationNodes {
+  /** this node's id */
+  node_id: string
+  nodes: FederationNode[]
+}
+
+export interface Discovery {
+  [k: string]: unknown
+}
+
+export interface CatalogDigest {
+  digest: string
+  entries: number
+  vector: Record<string, number>
+}
+
+export interface ConflictList {
+  items: Array<Record<string, unknown>>
+}
+
+export interface Health {
+  status: string
+  pid: number
+  uptime_s: number
+}
+
+export interface Readiness {
+  status: 'ready' | 'starting' | 'draining'
 }

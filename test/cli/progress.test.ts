@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { progressMode } from '../../src/cli/http-client.js'
+import { progressMode } from '../../src/cli/connection.js'
 import { startPackageIndex, unreachableUrl, type PackageIndexServer } from '../fixtures/package-index.js'
 import { runSvc } from './run-svc.js'
 

@@ -94,7 +94,8 @@ describe('requests', () => {
     const answer = { rufid: `rufid:${SHORT}:v1:t`, rufid_short: SHORT, version: 'v1', created: true }
     node.on('POST', '/api/v1/functions/create', { status: 201, body: answer })
     const input = { function_name: 'add', signature: '(a, b)', language: 'javascript', source_code: 'function add(a, b) { return a + b }', tags: ['math'] }
-    expect(await client.create(input)).toEqual(answer)
+    // a node that sends only `rufid` (full) and `rufid_short`: the client adds `full_rufid`
+    expect(await client.create(input)).toEqual({ ...answer, full_rufid: answer.rufid })
     expect(node.last.body).toEqual(input)
     expect(node.last.headers['content-type']).toBe('application/json')
   })
@@ -195,6 +196,32 @@ describe('requests', () => {
     node.on('POST', '/api/v1/execution/execute', { status: 200, body: { result: 5, status: 'success', registered: false } })
     await client.executeNative({ rufid: `rufid:${SHORT}`, function_name: 'add', input_data: { a: 2, b: 3 } })
     expect(node.last.body).toEqual({ rufid: `rufid:${SHORT}`, function_name: 'add', input_data: { a: 2, b: 3 } })
+  })
+})
+
+describe('field names: rufid_short, full_rufid and tenant_id whatever the node sends', () => {
+  it('an execution record from a node that says `tenant` gets tenant_id and both RUFID forms', async () => {
+    node.on('GET', '/v1/executions/ex_1', { status: 200, body: { execution_id: 'ex_1', rufid: `rufid:${SHORT}:v2:acme`, version: 'v2', tenant: 'acme', status: 'success' } })
+    const record = await client.getExecution('ex_1')
+    expect(record).toMatchObject({ tenant_id: 'acme', tenant: 'acme', rufid_short: SHORT, full_rufid: `rufid:${SHORT}:v2:acme` })
+  })
+
+  it('a node that already sends the new names is read as is', async () => {
+    node.on('GET', '/v1/executions/ex_2', { status: 200, body: { execution_id: 'ex_2', rufid: `rufid:${SHORT}:v2:acme`, version: 'v2', tenant_id: 'new', rufid_short: SHORT, full_rufid: `rufid:${SHORT}:v2:new` } })
+    expect(await client.getExecution('ex_2')).toMatchObject({ tenant_id: 'new', full_rufid: `rufid:${SHORT}:v2:new` })
+  })
+
+  it('metadata (rufid is the short form) and list items get rufid_short; a short-only body gets full_rufid from version and tenant', async () => {
+    node.on('GET', `/api/v1/functions/${SHORT}`, { status: 200, body: { rufid: SHORT, full_rufid: `rufid:${SHORT}:v1:t` } })
+    expect(await client.getFunction(SHORT)).toMatchObject({ rufid: SHORT, rufid_short: SHORT, full_rufid: `rufid:${SHORT}:v1:t` })
+    node.on('GET', '/v1/marketplace/functions/search', { status: 200, body: { items: [{ rufid: SHORT, version: 'v3', tenant_id: 'x' }], pagination: {}, aggregations: {} } })
+    expect((await client.search('a')).items[0]).toMatchObject({ rufid_short: SHORT, full_rufid: `rufid:${SHORT}:v3:x` })
+  })
+
+  it('nothing is invented when a form cannot be derived', async () => {
+    node.on('GET', '/api/v1/functions/branches', { status: 200, body: { items: [{ rufid: SHORT }] } })
+    const [head] = await client.listBranches()
+    expect(head).toEqual({ rufid: SHORT, rufid_short: SHORT })
   })
 })
 

@@ -17,7 +17,7 @@ from .client import (
     get_client,
 )
 from .errors import (
-    ConnectionError,  # noqa: A004 - svc.ConnectionError (a SvcError), not the builtin
+    ConnectionError,  # noqa: A004 - deprecated alias of SvcConnectionError, not the builtin
     ExecutionFailedError,
     ExecutionTimeoutError,
     FederationUnreachableError,
@@ -28,9 +28,11 @@ from .errors import (
     RufidCollisionError,
     RufidNotFoundError,
     ServiceUnavailableError,
+    SvcConnectionError,
     SvcError,
     SyncConflictError,
     ValidationError,
+    ValidationFailedError,
     error_class_for,
 )
 from .rufid_algo import (
@@ -60,8 +62,9 @@ __all__ = [
     "DEFAULT_URL", "Client", "RemoteFunction", "Response", "WaitTimeoutError", "__version__",
     "configure", "get_client",
     "SvcError", "InvalidRufidError", "RufidNotFoundError", "PermissionDeniedError",
-    "ExecutionTimeoutError", "RateLimitedError", "ValidationError", "ExecutionFailedError",
-    "RufidCollisionError", "FederationUnreachableError", "SyncConflictError", "InternalError", "ServiceUnavailableError", "error_class_for",
+    "ExecutionTimeoutError", "RateLimitedError", "ValidationFailedError", "ValidationError", "ExecutionFailedError",
+    "RufidCollisionError", "FederationUnreachableError", "SyncConflictError", "InternalError", "ServiceUnavailableError",
+    "SvcConnectionError", "error_class_for",
     "BASE62_ALPHABET", "ParsedRufid", "RufidComputation", "base62", "canonical_string",
     "compute_rufid", "format_rufid", "import_name", "import_statement", "is_full_rufid",
     "is_rufid", "is_short_rufid", "language_family", "normalize_source", "parse_rufid",

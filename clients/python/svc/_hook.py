@@ -42,22 +42,8 @@ def load(name: str, client: Optional[Client] = None) -> RemoteFunction:
         resolution = node.resolve(short)
     except RufidNotFoundError as e:
         raise ImportError("cannot import name %r from %r: RUFID %s not found on %s [1002 RUFID_NOT_FOUND]"
-                          % (name, MODULE, short, node.base_url), name=MODULE) from e
+                          % (name, MODULE, short, node.url), name=MODULE) from e
     except SvcError as e:
         raise ImportError("cannot import name %r from %r: resolving RUFID %s on %s failed: %s"
-                          % (name, MODULE, short, node.base_url, e), name=MODULE) from e
-    if not isinstance(resolution, dict):
-        resolution = {}
-    return RemoteFunction(
-        node,
-        short,
-        function_name=_str(resolution.get("function_name")),
-        signature=_str(resolution.get("signature")),
-        language=_str(resolution.get("language")),
-        description=_str(resolution.get("description")),
-        resolution=resolution,
-    )
-
-
-def _str(value: object) -> Optional[str]:
-    return value if isinstance(value, str) and value else None
+                          % (name, MODULE, short, node.url, e), name=MODULE) from e
+    return RemoteFunction.of_resolution(node, short, resolution)

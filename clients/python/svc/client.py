@@ -12,7 +12,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Union
+import warnings
+from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 from . import errors as _errors
 from .errors import (
@@ -21,6 +22,8 @@ from .errors import (
     SvcError,
     error_from_response,
 )
+from ._fields import execution_record_fields, with_rufid_forms, with_rufid_forms_in
+from .events import Subscription, open_subscription
 from .rufid_algo import parse_rufid, parse_version_label
 
 __all__ = [
@@ -35,7 +38,7 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-#: Used when neither ``base_url`` nor the environment variable ``SVC_URL`` is given.
+#: Used when neither ``url`` nor the environment variable ``SVC_URL`` is given.
 DEFAULT_URL = "http://127.0.0.1:8080"
 
 #: Execution states after which an execution record no longer changes.
@@ -87,7 +90,7 @@ def _env(name: str) -> Optional[str]:
 class Client:
     """A client of one svc node.
 
-    ``base_url`` defaults to ``$SVC_URL`` (else :data:`DEFAULT_URL`), ``token`` to ``$SVC_TOKEN`` and
+    ``url`` defaults to ``$SVC_URL`` (else :data:`DEFAULT_URL`), ``token`` to ``$SVC_TOKEN`` and
     ``namespace`` to ``$SVC_NAMESPACE``. The token is sent as ``Authorization: Bearer <token>``
     and the namespace as ``X-Svc-Namespace``. ``timeout`` is the per-request socket timeout in
     seconds. Requests to a loopback address never go through an HTTP proxy; other requests honour
@@ -99,19 +102,27 @@ class Client:
 
     def __init__(
         self,
-        base_url: Optional[str] = None,
+        url: Optional[str] = None,
         token: Optional[str] = None,
         namespace: Optional[str] = None,
         timeout: float = 30,
         *,
         headers: Optional[Mapping[str, str]] = None,
+        base_url: Optional[str] = None,
     ) -> None:
-        url = base_url if base_url is not None else (_env("SVC_URL") or DEFAULT_URL)
+        if base_url is not None:
+            warnings.warn("svc.Client(base_url=...) is deprecated: use svc.Client(url=...)", DeprecationWarning,
+                          stacklevel=2)
+            if url is not None and url != base_url:
+                raise TypeError("give url or base_url (deprecated), not both")
+            url = base_url
+        url = url if url is not None else (_env("SVC_URL") or DEFAULT_URL)
         url = url.strip().rstrip("/")
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError("base_url must be an http(s) URL, got %r" % url)
-        self.base_url = url
+            raise ValueError("url must be an http(s) URL, got %r" % url)
+        #: the node's base URL (``SVC_URL``), without a trailing slash
+        self.url = url
         self.token = token if token is not None else _env("SVC_TOKEN")
         self.namespace = namespace if namespace is not None else _env("SVC_NAMESPACE")
         self.timeout = timeout
@@ -123,8 +134,22 @@ class Client:
         self._local = threading.local()
 
     def __repr__(self) -> str:
-        return "Client(base_url=%r, namespace=%r, token=%s)" % (
-            self.base_url, self.namespace, "set" if self.token else "None")
+        return "Client(url=%r, namespace=%r, token=%s)" % (
+            self.url, self.namespace, "set" if self.token else "None")
+
+    @property
+    def base_url(self) -> str:
+        """Deprecated: the old name of :attr:`url`, kept one release."""
+        warnings.warn("Client.base_url is deprecated: use Client.url", DeprecationWarning, stacklevel=2)
+        return self.url
+
+    def with_options(self, **options: Any) -> "Client":
+        """A copy of this client with other options (``url``, ``token``, ``namespace``, ``timeout``,
+        ``headers``); this client is unchanged."""
+        current = {"url": self.url, "token": self.token, "namespace": self.namespace, "timeout": self.timeout,
+                   "headers": self.extra_headers}
+        current.update(options)
+        return Client(**current)
 
     # ---- transport ------------------------------------------------------------------------
 
@@ -143,10 +168,11 @@ class Client:
         h.update(self.extra_headers)
         return h
 
-    def url(self, path: str, query: Optional[Mapping[str, Any]] = None) -> str:
+    def url_of(self, path: str, query: Optional[Mapping[str, Any]] = None) -> str:
+        """The absolute URL of ``path`` (with ``query`` encoded; None values left out)."""
         if not path.startswith("/"):
             path = "/" + path
-        url = self.base_url + path
+        url = self.url + path
         if query:
             items = [(k, _query_value(v)) for k, v in query.items() if v is not None]
             if items:
@@ -161,13 +187,15 @@ class Client:
         *,
         query: Optional[Mapping[str, Any]] = None,
         headers: Optional[Mapping[str, str]] = None,
+        ok_statuses: Sequence[int] = (),
     ) -> Json:
         """Sends one request and returns the decoded JSON body (``{}`` for an empty body).
 
         Raises the :class:`svc.SvcError` subclass of the node's error code for a non-2xx answer
-        and :class:`svc.ConnectionError` when the node cannot be reached.
+        (except ``ok_statuses``, whose body is returned) and :class:`svc.SvcConnectionError` when
+        the node cannot be reached.
         """
-        url = self.url(path, query)
+        url = self.url_of(path, query)
         h = self.headers()
         data = None
         if body is not _NO_BODY:
@@ -189,17 +217,21 @@ class Client:
             finally:
                 e.close()
             resp_headers = dict(e.headers.items()) if e.headers is not None else {}
+            if e.code in ok_statuses:
+                decoded = _decode(raw, e.code)
+                self._local.last = Response(method.upper(), url, e.code, resp_headers, decoded)
+                return decoded
             err = error_from_response(e.code, raw, e.headers if e.headers is not None else {})
             self._local.last = Response(method.upper(), url, e.code, resp_headers, err.body)
             raise err from None
         except urllib.error.URLError as e:
-            raise _errors.ConnectionError(
-                "cannot reach %s: %s" % (self.base_url, e.reason),
+            raise _errors.SvcConnectionError(
+                "cannot reach %s: %s" % (self.url, e.reason),
                 details={"url": url, "reason": str(e.reason)},
             ) from e
         except (OSError, http.client.HTTPException) as e:
-            raise _errors.ConnectionError(
-                "cannot reach %s: %s" % (self.base_url, e or type(e).__name__),
+            raise _errors.SvcConnectionError(
+                "cannot reach %s: %s" % (self.url, e or type(e).__name__),
                 details={"url": url, "reason": str(e) or type(e).__name__},
             ) from e
         decoded = _decode(raw, status)
@@ -223,19 +255,8 @@ class Client:
         """POST /api/v1/functions/create → ``{rufid, rufid_short, version, content_digest,
         import_statement, share_url, api_endpoint, created}``. Extra keyword arguments are sent
         as additional body fields."""
-        body: Dict[str, Any] = {
-            "function_name": function_name,
-            "source_code": source_code,
-            "signature": signature,
-            "language": language,
-        }
-        _put(body, "description", description)
-        _put(body, "tags", None if tags is None else list(tags))
-        _put(body, "manifest", None if manifest is None else dict(manifest))
-        _put(body, "lockfile", None if lockfile is None else dict(lockfile))
-        for key, value in extra.items():
-            _put(body, key, value)
-        return self.request("POST", "/api/v1/functions/create", body)
+        body = _definition(function_name, source_code, signature, language, description, tags, manifest, lockfile, extra)
+        return with_rufid_forms(self.request("POST", "/api/v1/functions/create", body))
 
     def resolve(self, rufid: str, version: Union[str, int, None] = None) -> Dict[str, Any]:
         """POST /api/v1/functions/resolve → ``{function_id, rufid, version, accessible, cached,
@@ -244,18 +265,27 @@ class Client:
         parse_rufid(rufid)
         body: Dict[str, Any] = {"rufid": rufid}
         if version is not None:
-            body["version"] = "v%d" % parse_version_label(version)
-        return self.request("POST", "/api/v1/functions/resolve", body)
+            body["version"] = _version(version)
+        return with_rufid_forms(self.request("POST", "/api/v1/functions/resolve", body))
 
-    def execute(self, rufid: str, arguments: Union[Mapping[str, Any], Sequence[Any], None] = None) -> Dict[str, Any]:
+    def execute(
+        self,
+        rufid: str,
+        arguments: Union[Mapping[str, Any], Sequence[Any], None] = None,
+        version: Union[str, int, None] = None,
+    ) -> Dict[str, Any]:
         """POST /api/v1/functions/{rufid}/execute with ``{arguments}`` (named arguments as a dict,
-        or positional ones as a list) → ``{result, execution_time_ms, status, execution_id}``."""
-        return self.request("POST", "/api/v1/functions/%s/execute" % _rufid_segment(rufid),
-                            {"arguments": _arguments(arguments)})
+        or positional ones as a list) and optionally ``version`` (``"v2"`` or ``2``; default: the
+        newest live version of the hash) → ``{result, execution_time_ms, status, execution_id}``."""
+        body: Dict[str, Any] = {"arguments": _arguments(arguments)}
+        if version is not None:
+            body["version"] = _version(version)
+        return self.request("POST", "/api/v1/functions/%s/execute" % _rufid_segment(rufid), body)
 
-    def get_function(self, rufid: str) -> Dict[str, Any]:
-        """GET /api/v1/functions/{rufid}: the function's metadata."""
-        return self.request("GET", "/api/v1/functions/%s" % _rufid_segment(rufid))
+    def get_function(self, rufid: str, version: Union[str, int, None] = None) -> Dict[str, Any]:
+        """GET /api/v1/functions/{rufid}: the function's metadata with usage ``metrics``."""
+        return with_rufid_forms(self.request("GET", "/api/v1/functions/%s" % _rufid_segment(rufid),
+                                             query={"version": None if version is None else _version(version)}))
 
     def list_functions(
         self,
@@ -265,17 +295,89 @@ class Client:
         offset: int = 0,
     ) -> Dict[str, Any]:
         """GET /api/v1/functions?search=&tags=a,b&limit=&offset= → ``{items, pagination}``."""
-        return self.request("GET", "/api/v1/functions", query={
-            "search": search, "tags": _tags(tags), "limit": limit, "offset": offset})
+        return with_rufid_forms_in(self.request("GET", "/api/v1/functions", query={
+            "search": search, "tags": _tags(tags), "limit": limit, "offset": offset}), "items")
+
+    def delete_function(self, rufid: str, version: Union[str, int, None] = None) -> Dict[str, Any]:
+        """DELETE /api/v1/functions/{rufid} → ``{deleted}``: tombstones the version a full RUFID (or
+        ``version``) names, else every live version of the hash. A version number is never reused."""
+        return self.request("DELETE", "/api/v1/functions/%s" % _rufid_segment(rufid),
+                            query={"version": None if version is None else _version(version)})
 
     def delete(self, rufid: str) -> Dict[str, Any]:
-        """DELETE /api/v1/functions/{rufid} (a full RUFID deletes that version only)."""
-        return self.request("DELETE", "/api/v1/functions/%s" % _rufid_segment(rufid))
+        """Deprecated: the old name of :meth:`delete_function`, kept one release."""
+        warnings.warn("Client.delete is deprecated: use Client.delete_function", DeprecationWarning, stacklevel=2)
+        return self.delete_function(rufid)
 
     def function(self, rufid: str) -> "RemoteFunction":
-        """A callable that executes ``rufid``: ``f(a, b)`` sends ``[a, b]``, ``f(a=1)`` sends ``{"a": 1}``."""
+        """A callable that executes ``rufid`` (nothing is sent until it is called): ``f(a, b)``
+        sends ``[a, b]``, ``f(a=1)`` sends ``{"a": 1}``."""
         parse_rufid(rufid)
         return RemoteFunction(self, rufid)
+
+    def import_function(self, rufid: str) -> "RemoteFunction":
+        """Resolves ``rufid`` on the node, then returns its callable (what ``from svc.rufid import``
+        gives). An unknown RUFID raises :class:`svc.RufidNotFoundError` whose message names it."""
+        parse_rufid(rufid)
+        try:
+            resolution = self.resolve(rufid)
+        except _errors.RufidNotFoundError as e:
+            raise _errors.RufidNotFoundError(
+                "RUFID %s not found on %s" % (rufid, self.url), details=dict(e.details, rufid=rufid),
+                http_status=e.http_status, body=e.body) from e
+        return RemoteFunction.of_resolution(self, rufid, resolution)
+
+    # ---- branches, versions, export -------------------------------------------------------
+
+    def deploy(
+        self,
+        function_name: str,
+        source_code: str,
+        signature: str,
+        language: str,
+        branch: str = "main",
+        branch_key: Optional[str] = None,
+        description: Optional[str] = None,
+        tags: Optional[Iterable[str]] = None,
+        manifest: Optional[Mapping[str, Any]] = None,
+        lockfile: Optional[Mapping[str, Any]] = None,
+        **extra: Any,
+    ) -> Dict[str, Any]:
+        """POST /api/v1/functions/deploy: publishes the function (as :meth:`create`) and points
+        ``branch`` at the version. The first deploy to a branch creates it and answers its
+        ``branch_key`` once; moving it later needs that key (PermissionDeniedError otherwise)."""
+        body = _definition(function_name, source_code, signature, language, description, tags, manifest, lockfile,
+                           dict(extra, branch=branch, branch_key=branch_key))
+        return with_rufid_forms_in(with_rufid_forms(self.request("POST", "/api/v1/functions/deploy", body)), "head")
+
+    def invoke(
+        self,
+        function_name: str,
+        branch: str = "main",
+        arguments: Union[Mapping[str, Any], Sequence[Any], None] = None,
+    ) -> Dict[str, Any]:
+        """POST /api/v1/functions/branches/{branch}/invoke: runs the version the head of ``branch``
+        points at → ``{result, execution_time_ms, status, execution_id, rufid, version, branch, function_name}``."""
+        return with_rufid_forms(self.request("POST", "/api/v1/functions/branches/%s/invoke" % _segment(branch),
+                                             {"function_name": function_name, "arguments": _arguments(arguments)}))
+
+    def list_branches(self, function_name: Optional[str] = None) -> List[Dict[str, Any]]:
+        """GET /api/v1/functions/branches?function_name= → the tenant's branch heads (of one function when named)."""
+        answer = with_rufid_forms_in(self.request("GET", "/api/v1/functions/branches",
+                                                  query={"function_name": function_name}), "items")
+        return list(answer.get("items", [])) if isinstance(answer, dict) else []
+
+    def list_versions(self, rufid: str) -> Dict[str, Any]:
+        """GET /api/v1/functions/{rufid}/versions → ``{function_name, versions, heads}``: the version
+        ledger of the RUFID's lineage with each version's manifest and lockfile snapshot."""
+        return with_rufid_forms_in(self.request("GET", "/api/v1/functions/%s/versions" % _rufid_segment(rufid)),
+                                   "versions", "heads")
+
+    def export_function(self, rufid: str, version: Union[str, int, None] = None) -> Dict[str, Any]:
+        """GET /api/v1/functions/{rufid}/export → ``{rufid, version, function_name, manifest,
+        lockfile, manifest_text, lockfile_text}`` (the texts as they were sent, or None)."""
+        return with_rufid_forms(self.request("GET", "/api/v1/functions/%s/export" % _rufid_segment(rufid),
+                                             query={"version": None if version is None else _version(version)}))
 
     # ---- /v1 group ------------------------------------------------------------------------
 
@@ -286,9 +388,12 @@ class Client:
         source: Union[str, bytes],
         description: Optional[str] = None,
         tags: Optional[Iterable[str]] = None,
+        signature: Optional[str] = None,
+        manifest: Optional[Mapping[str, Any]] = None,
+        lockfile: Optional[Mapping[str, Any]] = None,
     ) -> Dict[str, Any]:
-        """POST /v1/functions (source sent base64-encoded) → ``{rufid, rufid_short, version,
-        import_statement, share_url}``."""
+        """POST /v1/functions (source sent base64-encoded) → ``{rufid, rufid_short, full_rufid,
+        version, import_statement, share_url}``. Without ``signature`` the node derives it."""
         raw = source.encode("utf-8") if isinstance(source, str) else bytes(source)
         body: Dict[str, Any] = {
             "name": name,
@@ -297,7 +402,10 @@ class Client:
         }
         _put(body, "description", description)
         _put(body, "tags", None if tags is None else list(tags))
-        return self.request("POST", "/v1/functions", body)
+        _put(body, "signature", signature)
+        _put(body, "manifest", None if manifest is None else dict(manifest))
+        _put(body, "lockfile", None if lockfile is None else dict(lockfile))
+        return with_rufid_forms(self.request("POST", "/v1/functions", body))
 
     def execute_async(self, rufid: str, input: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:  # noqa: A002
         """POST /v1/functions/{rufid}/executions with ``input`` as the body → ``{execution_id, status}``."""
@@ -305,8 +413,9 @@ class Client:
                             {} if input is None else input)
 
     def get_execution(self, execution_id: str) -> Dict[str, Any]:
-        """GET /v1/executions/{id}: the execution record."""
-        return self.request("GET", "/v1/executions/%s" % _segment(execution_id))
+        """GET /v1/executions/{id}: the execution record (``tenant_id``, ``rufid_short`` and
+        ``full_rufid`` always present)."""
+        return execution_record_fields(self.request("GET", "/v1/executions/%s" % _segment(execution_id)))
 
     def execution_logs(self, execution_id: str) -> Dict[str, Any]:
         """GET /v1/executions/{id}/logs."""
@@ -340,8 +449,8 @@ class Client:
         offset: int = 0,
     ) -> Dict[str, Any]:
         """GET /v1/marketplace/functions/search → ``{items, pagination, aggregations}``."""
-        return self.request("GET", "/v1/marketplace/functions/search", query={
-            "q": q, "language": language, "tags": _tags(tags), "limit": limit, "offset": offset})
+        return with_rufid_forms_in(self.request("GET", "/v1/marketplace/functions/search", query={
+            "q": q, "language": language, "tags": _tags(tags), "limit": limit, "offset": offset}), "items")
 
     def telemetry(self, rufid: str, window: str = "15m") -> Dict[str, Any]:
         """GET /v1/telemetry/functions/{rufid}?window= → ``{rufid, window, executions, latency_ms,
@@ -382,7 +491,61 @@ class Client:
         _put(body, "function_name", function_name)
         _put(body, "namespace", namespace)
         _put(body, "source_code", source_code)
-        return self.request("POST", "/api/v1/execution/execute", body)
+        return with_rufid_forms(self.request("POST", "/api/v1/execution/execute", body))
+
+    # ---- audit, federation reads, probes ----------------------------------------------------
+
+    def list_audit_entries(self, **query: Any) -> Dict[str, Any]:
+        """GET /api/v1/audit (admin) → ``{items, next_cursor}``. Filters: ``from_`` (or ``**{"from": …}``),
+        ``to``, ``tenant``, ``operation``, ``rufid``, ``limit`` (≤ 1000), ``cursor``."""
+        if "from_" in query:
+            query["from"] = query.pop("from_")
+        return self.request("GET", "/api/v1/audit", query=query)
+
+    def list_nodes(self) -> Dict[str, Any]:
+        """GET /api/v1/federation/nodes → ``{node_id, nodes}`` (FederationUnreachableError without federation)."""
+        return self.request("GET", "/api/v1/federation/nodes")
+
+    def discover(self, rufid: str) -> Dict[str, Any]:
+        """GET /api/v1/federation/discover/{rufid}: the nodes that provide a RUFID."""
+        return self.request("GET", "/api/v1/federation/discover/%s" % _rufid_segment(rufid))
+
+    def catalog_digest(self) -> Dict[str, Any]:
+        """GET /api/v1/federation/catalog/digest → ``{digest, entries, vector}``, to compare nodes."""
+        return self.request("GET", "/api/v1/federation/catalog/digest")
+
+    def list_conflicts(self) -> Dict[str, Any]:
+        """GET /api/v1/federation/conflicts → ``{items}``: recorded catalog conflicts."""
+        return self.request("GET", "/api/v1/federation/conflicts")
+
+    def health(self) -> Dict[str, Any]:
+        """GET /healthz → ``{status, pid, uptime_s}``."""
+        return self.request("GET", "/healthz")
+
+    def readiness(self) -> Dict[str, Any]:
+        """GET /readyz → ``{status}``: ``ready``, or ``starting``/``draining`` (answered 503, returned)."""
+        return self.request("GET", "/readyz", ok_statuses=(503,))
+
+    # ---- events -----------------------------------------------------------------------------
+
+    def subscribe_executions(
+        self,
+        rufid: Optional[str] = None,
+        *,
+        on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
+    ) -> Subscription:
+        """Subscribes to finished executions of the caller's tenant (of ``rufid`` only when given)
+        over the node's ``/ws`` socket. Returns once the node confirmed the subscription, so every
+        execution that finishes afterwards is delivered: iterate it, call ``next_event(timeout)``,
+        or pass ``on_event``; ``close()`` it (or use ``with``)."""
+        if rufid is not None:
+            parse_rufid(rufid)
+        return open_subscription(self.url, self.headers(), "executions", rufid, timeout=self.timeout, on_event=on_event)
+
+    def subscribe_system(self, *, on_event: Optional[Callable[[Dict[str, Any]], None]] = None) -> Subscription:
+        """Subscribes to system events (function created/deleted, node started/stopping, peers);
+        the first event is the node's lifecycle event (``node.started``)."""
+        return open_subscription(self.url, self.headers(), "system", None, timeout=self.timeout, on_event=on_event)
 
 
 class RemoteFunction:
@@ -422,6 +585,14 @@ class RemoteFunction:
 
     def __repr__(self) -> str:
         return "<svc function %s%s %s>" % (self.__name__, self.signature or "", self.full_rufid or self.rufid)
+
+    @classmethod
+    def of_resolution(cls, client: Client, rufid: str, resolution: Any) -> "RemoteFunction":
+        """The callable of a resolved RUFID (named, documented from the resolution)."""
+        r = resolution if isinstance(resolution, dict) else {}
+        text = lambda key: r.get(key) if isinstance(r.get(key), str) and r.get(key) else None  # noqa: E731
+        return cls(client, rufid, function_name=text("function_name"), signature=text("signature"),
+                   language=text("language"), description=text("description"), resolution=r)
 
     def execute(self, arguments: Union[Mapping[str, Any], Sequence[Any], None] = None) -> Dict[str, Any]:
         """Runs the function and returns the whole execution response."""
@@ -489,6 +660,26 @@ def _reset_default_client() -> None:
 def _put(body: Dict[str, Any], key: str, value: Any) -> None:
     if value is not None:
         body[key] = value
+
+
+def _definition(function_name: str, source_code: str, signature: str, language: str, description: Optional[str],
+                tags: Optional[Iterable[str]], manifest: Optional[Mapping[str, Any]], lockfile: Optional[Mapping[str, Any]],
+                extra: Mapping[str, Any]) -> Dict[str, Any]:
+    """The body of create and deploy: the definition, its optional fields, then ``extra`` (None left out)."""
+    body: Dict[str, Any] = {"function_name": function_name, "source_code": source_code,
+                            "signature": signature, "language": language}
+    _put(body, "description", description)
+    _put(body, "tags", None if tags is None else list(tags))
+    _put(body, "manifest", None if manifest is None else dict(manifest))
+    _put(body, "lockfile", None if lockfile is None else dict(lockfile))
+    for key, value in extra.items():
+        _put(body, key, value)
+    return body
+
+
+def _version(value: Union[str, int]) -> str:
+    """A version label ``v<n>`` from ``"v2"`` or ``2`` (1001 InvalidRufidError otherwise)."""
+    return "v%d" % parse_version_label(value)
 
 
 def _segment(value: str) -> str:

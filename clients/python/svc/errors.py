@@ -19,6 +19,7 @@ __all__ = [
     "PermissionDeniedError",
     "ExecutionTimeoutError",
     "RateLimitedError",
+    "ValidationFailedError",
     "ValidationError",
     "ExecutionFailedError",
     "RufidCollisionError",
@@ -26,6 +27,7 @@ __all__ = [
     "SyncConflictError",
     "InternalError",
     "ServiceUnavailableError",
+    "SvcConnectionError",
     "ConnectionError",
     "ERROR_CLASSES",
     "error_class_for",
@@ -122,11 +124,15 @@ class RateLimitedError(SvcError):
     name = "RATE_LIMITED"
 
 
-class ValidationError(SvcError):
+class ValidationFailedError(SvcError):
     """1006 VALIDATION_FAILED (bad body, bad manifest, lockfile digest mismatch)."""
 
     code = 1006
     name = "VALIDATION_FAILED"
+
+
+#: Deprecated: the old name of :class:`ValidationFailedError` (the same class), kept one release.
+ValidationError = ValidationFailedError
 
 
 class ExecutionFailedError(SvcError):
@@ -172,18 +178,23 @@ class ServiceUnavailableError(SvcError):
     name = "SERVICE_UNAVAILABLE"
 
 
-class ConnectionError(SvcError):  # noqa: A001 - exported as svc.ConnectionError on purpose
+class SvcConnectionError(SvcError):
     """The node could not be reached (refused, DNS, TLS, timeout...). ``code`` is None."""
 
     code = None
-    name = "CONNECTION_ERROR"
+    name = "CONNECTION_FAILED"
+
+
+#: Deprecated: the old name of :class:`SvcConnectionError` (the same class), kept one release. It
+#: shadows the builtin inside this module only; ``from svc import *`` does not export it.
+ConnectionError = SvcConnectionError  # noqa: A001
 
 
 ERROR_CLASSES: Dict[int, Type[SvcError]] = {
     cls.code: cls  # type: ignore[misc]
     for cls in (
         InvalidRufidError, RufidNotFoundError, PermissionDeniedError, ExecutionTimeoutError,
-        RateLimitedError, ValidationError, ExecutionFailedError, RufidCollisionError,
+        RateLimitedError, ValidationFailedError, ExecutionFailedError, RufidCollisionError,
         FederationUnreachableError, SyncConflictError, InternalError, ServiceUnavailableError,
     )
 }

@@ -138,3 +138,15 @@ def node():
 @pytest.fixture
 def client(node: FakeNode) -> svc.Client:
     return svc.Client(node.url, token="tok-123", namespace="team-a", timeout=5)
+
+
+@pytest.fixture(scope="module")
+def live_node():
+    """A real node for the tests of one module (see live_node.py), stopped after them."""
+    from live_node import LiveDaemon
+
+    d = LiveDaemon()
+    try:
+        yield d
+    finally:
+        d.stop()

@@ -26,7 +26,7 @@ def test_create_sends_contract_body_and_headers(node, client):
     manifest = {"schemaVersion": "1.0", "name": "add"}
     out = client.create("add", "def add(a, b):\n    return a + b\n", "(a, b)", "python",
                         description="adds", tags=["math", "demo"], manifest=manifest)
-    assert out == created
+    assert out == dict(created, full_rufid=FULL)  # a node that does not send full_rufid yet: derived
     req = node.last
     assert req.method == "POST" and req.path == "/api/v1/functions/create"
     assert req.headers["authorization"] == "Bearer tok-123"
@@ -59,7 +59,7 @@ def test_environment_defaults(node, monkeypatch):
     monkeypatch.setenv("SVC_NAMESPACE", "env-ns")
     node.reply("GET", "/api/v1/functions/%s" % SHORT, 200, {"rufid": SHORT})
     c = svc.Client()
-    assert c.base_url == node.url
+    assert c.url == node.url
     c.get_function(SHORT)
     assert node.last.headers["authorization"] == "Bearer env-token"
     assert node.last.headers["x-svc-namespace"] == "env-ns"
@@ -70,7 +70,7 @@ def test_environment_defaults(node, monkeypatch):
 
 
 def test_default_url_without_environment():
-    assert svc.Client().base_url == svc.DEFAULT_URL
+    assert svc.Client().url == svc.DEFAULT_URL
     with pytest.raises(ValueError):
         svc.Client("ftp://example")
 
@@ -80,7 +80,7 @@ def test_resolve(node, client):
                   "resolution_time_ms": 0.4, "content_digest": "ab" * 32, "function_name": "add",
                   "signature": "(a, b)", "language": "python", "manifest": None, "lockfile": None}
     node.reply("POST", "/api/v1/functions/resolve", 200, resolution)
-    assert client.resolve(SHORT) == resolution
+    assert client.resolve(SHORT) == dict(resolution, rufid_short=SHORT, full_rufid=FULL)
     assert node.last.body == {"rufid": SHORT}
     client.resolve(SHORT, version="v2")
     assert node.last.body == {"rufid": SHORT, "version": "v2"}
@@ -90,7 +90,7 @@ def test_resolve(node, client):
 
 def test_invalid_rufid_is_refused_locally(node, client):
     for call in (lambda: client.resolve("nope"), lambda: client.execute("../admin", {}),
-                 lambda: client.get_function("tUwBWSc8Nozv/x"), lambda: client.delete(""),
+                 lambda: client.get_function("tUwBWSc8Nozv/x"), lambda: client.delete_function(""),
                  lambda: client.telemetry("rufid:x"), lambda: client.function("short"),
                  lambda: client.execute_async("a?b=c", {}), lambda: client.resolve(SHORT, version="2")):
         with pytest.raises(svc.InvalidRufidError) as info:
@@ -151,22 +151,27 @@ def test_function_callable_raises_on_non_success_status(node, client):
 
 
 def test_get_list_delete(node, client):
-    node.reply("GET", "/api/v1/functions/%s" % SHORT, 200, {"rufid": FULL, "function_name": "add"})
-    assert client.get_function(SHORT)["function_name"] == "add"
+    node.reply("GET", "/api/v1/functions/%s" % SHORT, 200, {"rufid": SHORT, "full_rufid": FULL, "function_name": "add"})
+    assert client.get_function(SHORT) == {"rufid": SHORT, "rufid_short": SHORT, "full_rufid": FULL, "function_name": "add"}
     assert node.last.method == "GET" and node.last.body is None
 
-    page = {"items": [{"rufid": FULL}], "pagination": {"total": 1, "limit": 5, "offset": 10, "next_offset": None}}
+    page = {"items": [{"rufid": SHORT, "version": "v1", "tenant_id": "acme"}],
+            "pagination": {"total": 1, "limit": 5, "offset": 10, "next_offset": None}}
     node.reply("GET", "/api/v1/functions", 200, page)
-    assert client.list_functions(search="ad d", tags=["math", "x"], limit=5, offset=10) == page
+    listed = client.list_functions(search="ad d", tags=["math", "x"], limit=5, offset=10)
+    assert listed["items"] == [{"rufid": SHORT, "rufid_short": SHORT, "full_rufid": FULL, "version": "v1", "tenant_id": "acme"}]
     assert node.last.query == {"search": ["ad d"], "tags": ["math,x"], "limit": ["5"], "offset": ["10"]}
     client.list_functions()
     assert node.last.query == {"limit": ["20"], "offset": ["0"]}
 
     node.reply("DELETE", "/api/v1/functions/%s" % FULL, 200, {"deleted": [FULL]})
-    assert client.delete(FULL) == {"deleted": [FULL]}
+    assert client.delete_function(FULL) == {"deleted": [FULL]}
     assert node.last.method == "DELETE"
     node.reply("DELETE", "/api/v1/functions/%s" % SHORT, 204, b"")
-    assert client.delete(SHORT) == {}
+    assert client.delete_function(SHORT, version=2) == {}
+    assert node.last.query == {"version": ["v2"]}
+    with pytest.warns(DeprecationWarning, match="delete_function"):
+        assert client.delete(SHORT) == {}
 
 
 def test_publish_sends_base64_source(node, client):
@@ -174,7 +179,7 @@ def test_publish_sends_base64_source(node, client):
               "import_statement": "from svc.rufid import %s as add" % SHORT, "share_url": "s"}
     node.reply("POST", "/v1/functions", 201, answer)
     src = "def add(a, b):\n    return a + b  # ü 😀\n"
-    assert client.publish("add", "python3.11", src, description="d", tags=["t"]) == answer
+    assert client.publish("add", "python3.11", src, description="d", tags=["t"]) == dict(answer, full_rufid=FULL)
     body = node.last.body
     assert body["name"] == "add" and body["runtime"] == "python3.11"
     assert body["description"] == "d" and body["tags"] == ["t"]
@@ -392,4 +397,39 @@ def test_loopback_requests_ignore_proxy_settings(node, monkeypatch):
     monkeypatch.delenv("no_proxy", raising=False)
     monkeypatch.delenv("NO_PROXY", raising=False)
     node.reply("GET", "/api/v1/functions/%s" % SHORT, 200, {"rufid": SHORT})
-    assert svc.Client(node.url.replace("127.0.0.1", "localhost")).get_function(SHORT) == {"rufid": SHORT}
+    assert svc.Client(node.url.replace("127.0.0.1", "localhost")).get_function(SHORT) == {"rufid": SHORT, "rufid_short": SHORT}
+
+
+def test_url_is_the_constructor_name_and_base_url_a_deprecated_alias(node):
+    assert svc.Client(url=node.url).url == node.url
+    with pytest.warns(DeprecationWarning, match="url="):
+        old = svc.Client(base_url=node.url + "/")
+    assert old.url == node.url
+    with pytest.warns(DeprecationWarning):
+        assert old.base_url == node.url
+    with pytest.raises(TypeError):
+        svc.Client(url="http://a", base_url="http://b")
+
+
+def test_execution_record_reads_tenant_id_with_tenant_as_fallback(node, client):
+    node.reply("GET", "/v1/executions/ex_1", 200, {"execution_id": "ex_1", "rufid": FULL, "version": "v1", "tenant": "acme"})
+    record = client.get_execution("ex_1")
+    assert record["tenant_id"] == "acme" and record["rufid_short"] == SHORT and record["full_rufid"] == FULL
+    node.reply("GET", "/v1/executions/ex_2", 200, {"execution_id": "ex_2", "rufid": FULL, "tenant_id": "new", "tenant": "old"})
+    assert client.get_execution("ex_2")["tenant_id"] == "new"
+
+
+def test_execute_sends_the_version(node, client):
+    node.reply("POST", "/api/v1/functions/%s/execute" % SHORT, 200, {"result": 5, "status": "success"})
+    client.execute(SHORT, [2, 3], version=2)
+    assert node.last.body == {"arguments": [2, 3], "version": "v2"}
+    client.execute(SHORT, {"a": 1})
+    assert node.last.body == {"arguments": {"a": 1}}
+    with pytest.raises(svc.InvalidRufidError):
+        client.execute(SHORT, [], version="two")
+
+
+def test_new_error_names_and_their_deprecated_aliases():
+    assert svc.ValidationError is svc.ValidationFailedError
+    assert svc.ConnectionError is svc.SvcConnectionError
+    assert svc.error_class_for(1006) is svc.ValidationFailedError

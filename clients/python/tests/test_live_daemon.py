@@ -13,13 +13,9 @@ test_readme_live.py, publishes a Python one).
 from __future__ import annotations
 
 import importlib
-import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -27,12 +23,7 @@ import pytest
 
 import svc
 import svc.client
-
-REPO = Path(__file__).resolve().parents[3]
-ENTRY = REPO / "bin" / "svc-node.js"
-BUILT = REPO / "dist" / "cli" / "svc-node.js"
-ADMIN_KEY = "svck_python-live-test_0123456789abcdefghijklmnop"
-START_TIMEOUT_S = 30
+from live_node import ADMIN_KEY
 
 ADD = {
     "function_name": "add",
@@ -42,70 +33,9 @@ ADD = {
 }
 
 
-class LiveDaemon:
-    """``svc-node start`` on a free loopback port; ``url`` is read from its JSON log line."""
-
-    def __init__(self) -> None:
-        node = os.environ.get("NODE") or shutil.which("node")
-        if not node:
-            pytest.fail("node (Node.js >= 20.19) is not on PATH: the live daemon tests need it")
-        if not BUILT.exists():
-            pytest.fail("the daemon is not built (%s is missing): run `npm run build` in %s first" % (BUILT, REPO))
-        self.data_dir = tempfile.mkdtemp(prefix="svc-python-live-")
-        env = dict(os.environ)
-        for var in ("SVC_URL", "SVC_TOKEN", "SVC_NAMESPACE", "SVC_CONFIG"):
-            env.pop(var, None)
-        env.update({
-            "API_HOST": "127.0.0.1", "API_PORT": "0", "SVC_DATA_DIR": self.data_dir, "LOG_FORMAT": "json",
-            "LOG_LEVEL": "info", "AUTH_PROVIDER": "native", "ENABLE_TEST_MODE": "true", "DEPLOYMENT_MODE": "test",
-            "ADMIN_API_KEY": ADMIN_KEY, "SVC_SANDBOX_WORKERS": "1",
-        })
-        self.output: list = []
-        self.proc = subprocess.Popen([node, str(ENTRY), "start"], cwd=str(REPO), env=env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        self._url_found = threading.Event()
-        self.url = None
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        if not self._url_found.wait(START_TIMEOUT_S) or self.url is None:
-            self.stop()
-            pytest.fail("the daemon did not report `svc-node listening` within %ds:\n%s"
-                        % (START_TIMEOUT_S, "".join(self.output)))
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in iter(self.proc.stdout.readline, b""):
-            line = raw.decode("utf-8", "replace")
-            self.output.append(line)
-            if self.url is None and "svc-node listening" in line:
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
-                if entry.get("msg") == "svc-node listening" and entry.get("url"):
-                    self.url = entry["url"]
-                    self._url_found.set()
-        self._url_found.set()  # the process ended: stop waiting
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self._reader.join(timeout=5)
-        shutil.rmtree(self.data_dir, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
-def daemon():
-    d = LiveDaemon()
-    try:
-        yield d
-    finally:
-        d.stop()
+def daemon(live_node):
+    return live_node
 
 
 @pytest.fixture(scope="module")
@@ -250,6 +180,6 @@ def test_daemon_is_still_up(daemon):
         try:
             svc.Client(daemon.url, timeout=5).request("GET", "/healthz")
             return
-        except svc.ConnectionError:
+        except svc.SvcConnectionError:
             time.sleep(0.1)
     pytest.fail("the daemon stopped answering /healthz")

@@ -11,17 +11,13 @@ import io
 
 import pytest
 
-from test_live_daemon import ADMIN_KEY, LiveDaemon
+from live_node import ADMIN_KEY
 from test_readme import README_OUTPUT, python_blocks
 
 
 @pytest.fixture(scope="module")
-def fresh_daemon():
-    d = LiveDaemon()
-    try:
-        yield d
-    finally:
-        d.stop()
+def fresh_daemon(live_node):
+    return live_node
 
 
 def test_readme_example_runs_as_written(fresh_daemon):

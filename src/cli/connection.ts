@@ -2,10 +2,11 @@ import { readFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { Command, Option } from 'commander'
-import { errorNameOf, isSvcError } from '../core/errors.js'
+import { DEFAULT_URL, SvcClient } from '../client/client.js'
+import { SvcConnectionError, SvcError } from '../client/errors.js'
+import { isSvcError as isCoreSvcError } from '../core/errors.js'
 
-/** The node the command line talks to, when nothing says otherwise. */
-export const DEFAULT_URL = 'http://127.0.0.1:8080'
+export { DEFAULT_URL }
 
 /** Options every command that talks to a node accepts. */
 export interface ConnectionOptions {
@@ -118,61 +119,35 @@ export function withConnection(cmd: Command): Command {
     .addOption(new Option('--timeout <ms>', 'give up on the node after this long (default 120000)'))
 }
 
-export interface RequestOptions {
-  query?: Record<string, string | number | undefined>
-  /** show a spinner with this text while waiting (only on a terminal) */
-  progress?: string
+/** The typed client (`SvcClient`) for a command's connection settings: every command talks to a node through it. */
+export function clientFor(opts: ConnectionOptions): SvcClient {
+  const s = resolveSettings(opts)
+  return new SvcClient({ url: s.url, token: s.token ?? '', namespace: s.namespace ?? '', timeoutMs: s.timeoutMs })
 }
 
-/** The command line's REST client: JSON in, JSON out, svc error bodies turned into CliErrors. */
-export class SvcHttpClient {
-  constructor(readonly settings: CliSettings, private readonly fetchImpl: typeof fetch = fetch) {}
-
-  async request<T = Record<string, unknown>>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
-    const url = new URL(this.settings.url + path)
-    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v))
-    const headers: Record<string, string> = { accept: 'application/json' }
-    if (body !== undefined) headers['content-type'] = 'application/json'
-    if (this.settings.token) headers.authorization = `Bearer ${this.settings.token}`
-    if (this.settings.namespace) headers['x-svc-namespace'] = this.settings.namespace
-    const stop = options.progress ? spinner(options.progress) : () => undefined
-    let res: Response
-    let text: string
-    try {
-      res = await this.fetchImpl(url, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.settings.timeoutMs),
-      })
-      text = await res.text()
-    } catch (err) {
-      const e = err as { name?: string; cause?: { code?: string; message?: string }; message?: string }
-      const why = e.name === 'TimeoutError' ? `no answer within ${this.settings.timeoutMs} ms` : e.cause?.code ?? e.cause?.message ?? e.message ?? String(err)
-      throw new CliError(1010, 'SERVICE_UNAVAILABLE', `cannot reach the svc node at ${this.settings.url}: ${why}`)
-    } finally {
-      stop()
-    }
-    let parsed: unknown
-    try {
-      parsed = text === '' ? {} : JSON.parse(text)
-    } catch {
-      throw new CliError(1009, 'INTERNAL_ERROR', `${method} ${url.pathname} answered HTTP ${res.status} with something that is not JSON`)
-    }
-    if (!res.ok) {
-      const e = (parsed as { error?: { code?: unknown; name?: unknown; message?: unknown; details?: unknown } }).error
-      if (e && typeof e.code === 'number') {
-        throw new CliError(
-          e.code,
-          typeof e.name === 'string' ? e.name : errorNameOf(e.code) ?? 'ERROR',
-          typeof e.message === 'string' ? e.message : `HTTP ${res.status}`,
-          e.details && typeof e.details === 'object' ? (e.details as Record<string, unknown>) : {},
-        )
-      }
-      throw new CliError(1009, 'INTERNAL_ERROR', `${method} ${url.pathname} answered HTTP ${res.status}`)
-    }
-    return parsed as T
+/** Runs `work` with a spinner showing `text` on standard error meanwhile (see progressMode). */
+export async function withProgress<T>(text: string, work: () => Promise<T>): Promise<T> {
+  const stop = spinner(text)
+  try {
+    return await work()
+  } finally {
+    stop()
   }
+}
+
+/**
+ * What a client failure prints as: the node's own code and name; a node that cannot be reached is
+ * 1010 (`cannot reach the svc node at <url>: <why>`), an answer that is not the node's JSON 1009.
+ */
+function cliErrorOf(err: SvcError): CliError {
+  if (err.code !== null) return new CliError(err.code, err.name, err.message, err.details)
+  if (err instanceof SvcConnectionError) {
+    const url = typeof err.details.url === 'string' ? new URL(err.details.url).origin : 'the configured URL'
+    const why = err.name === 'REQUEST_TIMEOUT' ? `no answer within ${String(err.details.timeout_ms)} ms` : String(err.details.reason ?? err.message)
+    return new CliError(1010, 'SERVICE_UNAVAILABLE', `cannot reach the svc node at ${url}: ${why}`)
+  }
+  const status = err.httpStatus === undefined ? '' : ` (HTTP ${err.httpStatus})`
+  return new CliError(1009, 'INTERNAL_ERROR', `${err.message}${err.message.includes('HTTP') ? '' : status}`, err.details)
 }
 
 /**
@@ -219,10 +194,11 @@ export function reportFailure(err: unknown): void {
   let message: string
   let details: Record<string, unknown> = {}
   let exitCode = 1
-  if (err instanceof CliError) {
-    ;({ code, errorName: name, message, details, exitCode } = err)
-  } else if (isSvcError(err)) {
-    ;({ code, name, message, details } = err)
+  const failure = err instanceof SvcError ? cliErrorOf(err) : err
+  if (failure instanceof CliError) {
+    ;({ code, errorName: name, message, details, exitCode } = failure)
+  } else if (isCoreSvcError(failure)) {
+    ;({ code, name, message, details } = failure)
   } else {
     code = 1009
     name = 'INTERNAL_ERROR'
