@@ -21,6 +21,10 @@ if command -v python3 >/dev/null 2>&1 && ! python3 -m pytest --version >/dev/nul
   echo "svc-node setup: installing pytest for the Python client's tests…"
   python3 -m pip install --quiet pytest
 fi
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import cryptography.x509' >/dev/null 2>&1; then
+  echo "svc-node setup: installing cryptography (the Python client's svc[verify] extra) for the receipt tests…"
+  python3 -m pip install --quiet 'cryptography>=42'
+fi
 if command -v go >/dev/null 2>&1; then
   echo "svc-node setup: grpcurl (a real external gRPC client for the tests) into .tools/bin…"
   bash scripts/ensure-grpcurl.sh >/dev/null
