@@ -201,23 +201,11 @@ export function verifyReceipt(receipt: unknown, options: VerifyReceiptOptions = 
   if (fault !== undefined) throw new ReceiptError(fault.failure, fault.message)
 
   if (options.args !== undefined) {
-    let digest: string
-    try {
-      digest = argumentsDigest(options.args)
-    } catch (err) {
-      throw new ReceiptError('arguments_mismatch', `the arguments have no canonical JSON form: ${(err as Error).message}`)
-    }
-    if (digest !== r.arguments_digest) throw new ReceiptError('arguments_mismatch', `the arguments digest is ${digest}, the receipt says ${r.arguments_digest}`)
+    compareDigest('arguments_mismatch', 'arguments', () => argumentsDigest(options.args), r.arguments_digest)
   }
   if (options.result !== undefined) {
     if (r.result_digest === null) throw new ReceiptError('result_mismatch', `the receipt records error ${r.error_code} (${r.status}), not a result`)
-    let digest: string
-    try {
-      digest = resultDigest(options.result)
-    } catch (err) {
-      throw new ReceiptError('result_mismatch', `the result has no canonical JSON form: ${(err as Error).message}`)
-    }
-    if (digest !== r.result_digest) throw new ReceiptError('result_mismatch', `the result digest is ${digest}, the receipt says ${r.result_digest}`)
+    compareDigest('result_mismatch', 'result', () => resultDigest(options.result), r.result_digest)
   }
   const cert = parsed.certificate
   return {
@@ -234,6 +222,17 @@ export function verifyReceipt(receipt: unknown, options: VerifyReceiptOptions = 
     },
     checked: { arguments: options.args !== undefined, result: options.result !== undefined },
   }
+}
+
+/** §5 steps 5 and 6: a value the verifier holds against the digest the receipt signs. */
+function compareDigest(failure: 'arguments_mismatch' | 'result_mismatch', what: string, digestOf: () => string, signed: string): void {
+  let digest: string
+  try {
+    digest = digestOf()
+  } catch (err) {
+    throw new ReceiptError(failure, `the ${what} ha${what === 'arguments' ? 've' : 's'} no canonical JSON form: ${(err as Error).message}`)
+  }
+  if (digest !== signed) throw new ReceiptError(failure, `the ${what} digest is ${digest}, the receipt says ${signed}`)
 }
 
 // --- shape (§5 step 1) ---

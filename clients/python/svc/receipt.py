@@ -302,6 +302,16 @@ def _certificate_fault(cert: Any, ca: Any, peer_id: str, now: _dt.datetime, revo
     return None
 
 
+def _compare_digest(failure: str, what: str, digest_of: Any, value: Any, signed: str) -> None:
+    """Steps 5 and 6: a value the verifier holds against the digest the receipt signs."""
+    try:
+        digest = digest_of(value)
+    except CanonicalJsonError as e:
+        raise ReceiptError(failure, "the %s ha%s no canonical JSON form: %s" % (what, "ve" if what == "arguments" else "s", e)) from None
+    if digest != signed:
+        raise ReceiptError(failure, "the %s digest is %s, the receipt says %s" % (what, digest, signed))
+
+
 def verify_receipt(
     receipt: Union[Mapping[str, Any], str, bytes],
     *,
@@ -378,21 +388,11 @@ def verify_receipt(
 
     # 5. arguments and result
     if args is not _UNSET:
-        try:
-            digest = arguments_digest(args)
-        except CanonicalJsonError as e:
-            raise ReceiptError("arguments_mismatch", "the arguments have no canonical JSON form: %s" % e) from None
-        if digest != receipt["arguments_digest"]:
-            raise ReceiptError("arguments_mismatch", "the arguments digest is %s, the receipt says %s" % (digest, receipt["arguments_digest"]))
+        _compare_digest("arguments_mismatch", "arguments", arguments_digest, args, receipt["arguments_digest"])
     if result is not _UNSET:
         if receipt["result_digest"] is None:
             raise ReceiptError("result_mismatch", "the receipt records error %s (%s), not a result" % (receipt["error_code"], receipt["status"]))
-        try:
-            digest = result_digest(result)
-        except CanonicalJsonError as e:
-            raise ReceiptError("result_mismatch", "the result has no canonical JSON form: %s" % e) from None
-        if digest != receipt["result_digest"]:
-            raise ReceiptError("result_mismatch", "the result digest is %s, the receipt says %s" % (digest, receipt["result_digest"]))
+        _compare_digest("result_mismatch", "result", result_digest, result, receipt["result_digest"])
 
     return VerifiedReceipt(
         receipt=dict(receipt),
