@@ -253,6 +253,8 @@ M('certificate-not-pem', 'the certificate is a PEM certificate', { ...valid, cer
 M('certificate-garbage', 'a PEM block that is no certificate', { ...valid, certificate: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' })
 M('impossible-date', '2026-02-30 does not exist', signedA({ ...base, started_at: '2026-02-30T12:00:00.000Z' }))
 M('date-without-milliseconds', 'times have milliseconds and Z', signedA({ ...base, started_at: '2026-05-31T12:00:00Z' }))
+M('non-ascii-digits', 'times are ASCII digits (\\d is wider in some regex engines)', signedA({ ...base, started_at: '\u0662\u0660\u0662\u0666-05-31T12:00:00.000Z' }))
+M('certificate-non-ascii-space', 'only ASCII white space may surround the PEM block', { ...valid, certificate: valid.certificate + '\u00a0' })
 M('uppercase-digest', 'digests are lowercase hex', signedA({ ...base, result_digest: base.result_digest.toUpperCase() }))
 M('error-code-zero', 'error codes are positive integers', signedA({ ...failed, error_code: 0 }))
 M('limits-extra-member', 'limits has exactly timeout_ms, cpu_ms, memory_mb', signedA({ ...base, limits: { ...base.limits, gpu_ms: 1 } }))

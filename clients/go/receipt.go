@@ -89,9 +89,9 @@ var (
 	limitMembers        = []string{"timeout_ms", "cpu_ms", "memory_mb"}
 	executionIDRe       = regexp.MustCompile(`^ex_[0-9A-HJKMNP-TV-Z]{26}$`)
 	hexDigestRe         = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	timestampRe         = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
+	timestampRe         = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$`)
 	signatureRe         = regexp.MustCompile(`^[A-Za-z0-9_-]{86}$`)
-	pemCertificateRe    = regexp.MustCompile(`^\s*-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----\s*$`)
+	pemCertificateRe    = regexp.MustCompile(`^[ \t\r\n]*-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----[ \t\r\n]*$`)
 	ed25519PeerIDPrefix = []byte{0x00, 0x24, 0x08, 0x01, 0x12, 0x20}
 )
 

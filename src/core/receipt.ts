@@ -246,9 +246,9 @@ const LIMIT_MEMBERS = ['timeout_ms', 'cpu_ms', 'memory_mb'] as const
 const STATUSES = new Set<string>(['success', 'error', 'timeout'])
 const EXECUTION_ID = /^ex_[0-9A-HJKMNP-TV-Z]{26}$/
 const HEX_DIGEST = /^[0-9a-f]{64}$/
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+const TIMESTAMP = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$/
 const BASE64URL_SIGNATURE = /^[A-Za-z0-9_-]{86}$/
-const PEM_CERTIFICATE = /^\s*-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----\s*$/
+const PEM_CERTIFICATE = /^[ \t\r\n]*-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----[ \t\r\n]*$/
 
 interface ParsedReceipt {
   receipt: Receipt

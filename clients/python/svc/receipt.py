@@ -45,9 +45,9 @@ _LIMIT_MEMBERS = ("timeout_ms", "cpu_ms", "memory_mb")
 _STATUSES = ("success", "error", "timeout")
 _EXECUTION_ID = re.compile(r"ex_[0-9A-HJKMNP-TV-Z]{26}")
 _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 _SIGNATURE = re.compile(r"[A-Za-z0-9_-]{86}")
-_PEM_CERTIFICATE = re.compile(r"\s*-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----\s*")
+_PEM_CERTIFICATE = re.compile(r"[ \t\r\n]*-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----[ \t\r\n]*")
 _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _ED25519_PEER_ID_PREFIX = bytes([0x00, 0x24, 0x08, 0x01, 0x12, 0x20])
 _MAX_SAFE_INTEGER = 2**53 - 1
@@ -162,6 +162,10 @@ def _crypto():
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise ImportError("receipt verification needs the 'cryptography' package: pip install 'svc[verify]'") from e
     return x509, InvalidSignature, hashes, Ed25519PublicKey
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError("%s is not JSON" % name)
 
 
 def _malformed(message: str) -> ReceiptError:
@@ -343,7 +347,7 @@ def verify_receipt(
     # 1. shape
     if isinstance(receipt, (str, bytes)):
         try:
-            receipt = json.loads(receipt)
+            receipt = json.loads(receipt, parse_constant=_refuse_constant)
         except ValueError as e:
             raise _malformed("not JSON: %s" % e) from None
     if not isinstance(receipt, Mapping):
