@@ -27,6 +27,10 @@ if command -v python3 >/dev/null 2>&1 && [ "$(python3 -c 'import importlib.metad
   echo "svc-node setup: installing grpcio-tools 1.85.1 for the Python gRPC stubs and their test…"
   python3 -m pip install --quiet grpcio-tools==1.85.1
 fi
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import cryptography.x509' >/dev/null 2>&1; then
+  echo "svc-node setup: installing cryptography (the Python client's svc[verify] extra) for the receipt tests…"
+  python3 -m pip install --quiet cryptography==48.0.0
+fi
 if command -v go >/dev/null 2>&1; then
   echo "svc-node setup: grpcurl (a real external gRPC client for the tests) into .tools/bin…"
   bash scripts/ensure-grpcurl.sh >/dev/null

@@ -4,6 +4,7 @@ import { keysCommand } from './keys-command.js'
 import { startCommand } from './node-command.js'
 import { rufidCommand } from './rufid-command.js'
 import { federationCommand } from './federation-command.js'
+import { receiptsCommand } from './receipts-command.js'
 import { VERSION } from '../daemon/version.js'
 
 /** `svc`: the command line for operators and developers. */
@@ -15,5 +16,6 @@ program.addCommand(functionsCommand())
 // the offline handler (LevelDB, the node's config) is loaded only when `keys create --admin` runs
 program.addCommand(keysCommand({ admin: async (opts) => (await import('./admin-keys.js')).createAdminKeyOffline(opts) }))
 program.addCommand(federationCommand())
+program.addCommand(receiptsCommand())
 
 await program.parseAsync(process.argv)

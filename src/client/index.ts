@@ -27,3 +27,5 @@ export {
   normalizeSource,
   type LanguageFamily, type ParsedRufid, type RufidComputation, type RufidInput,
 } from '../core/rufid.js'
+// execution receipts (docs/receipts.md): the daemon's own verification
+export { ReceiptError, argumentsDigest, isReceiptError, lockfileDigest, receiptDigest, resultDigest, verifyReceipt, type Receipt, type ReceiptFailure, type VerifiedReceipt, type VerifyReceiptOptions } from '../core/receipt.js'

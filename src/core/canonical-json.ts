@@ -21,3 +21,42 @@ function compareUtf16(a: string, b: string): number {
   // JavaScript string comparison is by UTF-16 code units, as RFC 8785 §3.2.3 requires
   return a < b ? -1 : a > b ? 1 : 0
 }
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/**
+ * RFC 8785 without exceptions, for bytes that are hashed or signed across languages: like
+ * `canonicalJson`, but only plain JSON data is accepted (objects whose prototype is Object's or
+ * null, arrays, strings, finite numbers, booleans, null) and a string or member name holding a
+ * lone surrogate, which has no UTF-8 form, is refused (RFC 8785 §3.2.2.2) instead of escaped.
+ * Throws TypeError naming the JSON pointer of the first value that has no canonical form.
+ */
+export function canonicalJsonStrict(value: unknown): string {
+  assertPlainJson(value, '')
+  return canonicalJson(value)
+}
+
+function assertPlainJson(value: unknown, pointer: string): void {
+  if (value === null || typeof value === 'boolean') return
+  if (typeof value === 'string') {
+    if (LONE_SURROGATE.test(value)) throw new TypeError(`lone surrogate in the string at '${pointer}'`)
+    return
+  }
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new TypeError(`non-finite number at '${pointer}'`)
+    return
+  }
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => assertPlainJson(v, `${pointer}/${i}`))
+    return
+  }
+  if (typeof value === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(value))) {
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      const at = `${pointer}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`
+      if (LONE_SURROGATE.test(k)) throw new TypeError(`lone surrogate in the member name at '${at}'`)
+      if (v !== undefined) assertPlainJson(v, at)
+    }
+    return
+  }
+  throw new TypeError(`${value === undefined ? 'undefined' : typeof value === 'object' ? 'a non-plain object' : typeof value} at '${pointer}' is not JSON`)
+}

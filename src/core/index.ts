@@ -1,3 +1,6 @@
 export * from './errors.js'
 export * from './rufid.js'
 export * from './canonical-json.js'
+export * from './peer-id.js'
+export * from './node-certificate.js'
+export * from './receipt.js'
