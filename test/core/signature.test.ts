@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+import { SvcError } from '../../src/core/errors.js'
+import { computeRufid } from '../../src/core/rufid.js'
+import { deriveSignature } from '../../src/core/signature.js'
+
+export interface SignatureVector {
+  id: string
+  covers: string[]
+  function_name: string
+  language: string
+  source_code: string
+  /** the derived signature, when the case derives one */
+  signature?: string
+  sha256_hex?: string
+  rufid_short?: string
+  /** the expected failure, when the case derives none */
+  error?: { code: 1006; name: 'VALIDATION_FAILED'; reason: string }
+}
+
+const vectors = JSON.parse(readFileSync(new URL('../vectors/signature-v1.json', import.meta.url), 'utf8')) as { cases: SignatureVector[] }
+
+function failureOf(fn: () => unknown): SvcError {
+  try {
+    fn()
+  } catch (err) {
+    if (err instanceof SvcError) return err
+    throw err
+  }
+  throw new Error('expected a failure, got a signature')
+}
+
+describe('derived signature vectors (test/vectors/signature-v1.json)', () => {
+  it('has at least 30 cases covering every family and every required form', () => {
+    expect(vectors.cases.length).toBeGreaterThanOrEqual(30)
+    const covered = new Set(vectors.cases.flatMap((c) => c.covers))
+    for (const bullet of [
+      'family:python', 'family:js', 'family:go', 'family:plain', 'nesting', 'default-with-call', 'string-in-list',
+      'comment-in-list', 'multi-line', 'async', 'generator', 'export', 'arrow', 'bare-parameter', 'type-annotation',
+      'method', 'any-depth', 'name-in-string', 'name-in-comment', 'unbalanced', 'no-definition', 'crlf', 'bom',
+    ]) expect(covered, bullet).toContain(bullet)
+    expect(new Set(vectors.cases.map((c) => c.id)).size).toBe(vectors.cases.length)
+    for (const c of vectors.cases) expect(c.signature === undefined, c.id).toBe(c.error !== undefined)
+  })
+
+  for (const v of vectors.cases) {
+    it(v.id, () => {
+      if (v.signature !== undefined) {
+        const signature = deriveSignature(v)
+        expect(signature).toBe(v.signature)
+        const r = computeRufid({ ...v, signature })
+        expect(r.content_digest).toBe(v.sha256_hex)
+        expect(r.rufid_short).toBe(v.rufid_short)
+      } else {
+        const err = failureOf(() => deriveSignature(v))
+        expect(err.code).toBe(v.error!.code)
+        expect(err.name).toBe(v.error!.name)
+        expect(err.details.reason).toBe(v.error!.reason)
+        expect(err.details.function_name).toBe(v.function_name)
+        expect(err.message).toContain(JSON.stringify(v.function_name))
+        expect(err.message).toMatch(/explicit signature/)
+      }
+    })
+  }
+})
+
+describe('deriveSignature', () => {
+  it('gives the examples of rufid-v1 §10', () => {
+    expect(deriveSignature({ function_name: 'add', language: 'python', source_code: 'def add(a: int, b: int = (1)) -> int:\n  return a + b' }))
+      .toBe('(a: int, b: int = (1))')
+    expect(deriveSignature({ function_name: 'f', language: 'javascript', source_code: 'function f(a, b = g(1), { c } = {}) {\n}' }))
+      .toBe('(a, b = g(1), { c } = {})')
+    expect(deriveSignature({ function_name: 'h', language: 'js', source_code: 'const h = x => x' })).toBe('(x)')
+  })
+
+  it('trims the function name as §2.3 does', () => {
+    expect(deriveSignature({ function_name: ' \tadd\n', language: 'python', source_code: 'def add(a):\n  return a' })).toBe('(a)')
+  })
+
+  it('refuses an empty name and never matches a name inside a longer identifier', () => {
+    expect(failureOf(() => deriveSignature({ function_name: '  ', language: 'python', source_code: 'def (a): pass' })).details.reason).toBe('no_definition')
+    expect(failureOf(() => deriveSignature({ function_name: 'add', language: 'js', source_code: 'function readd(a) {}\nconst adder = (b) => b' })).code).toBe(1006)
+  })
+
+  it('scans a 1 MiB source without a definition to the end', () => {
+    const source = 'const add2 = (a) => a\n'.repeat(48_000)
+    expect(failureOf(() => deriveSignature({ function_name: 'add', language: 'js', source_code: source })).details.reason).toBe('no_definition')
+  })
+})
