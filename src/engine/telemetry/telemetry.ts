@@ -1,4 +1,5 @@
 import { validationFailed } from '../../core/errors.js'
+import { formatRufid } from '../../core/rufid.js'
 import { requirePermission } from '../authz.js'
 import { timeOrderedLowerBound } from '../ids.js'
 import type { FunctionTarget, FunctionRegistry } from '../registry/function-registry.js'
@@ -65,7 +66,7 @@ export async function functionTelemetry(
   const n = latencies.length
   const round = (x: number) => Math.round(x * 1000) / 1000
   return {
-    rufid: target.version === undefined ? fn.rufid_short : `rufid:${fn.rufid_short}:v${target.version}:${fn.tenant_id}`,
+    rufid: target.version === undefined ? fn.rufid_short : formatRufid(fn.rufid_short, target.version, fn.tenant_id),
     window,
     executions: n,
     latency_ms: { p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99), max: n ? latencies[n - 1]! : 0 },
