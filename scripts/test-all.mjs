@@ -36,6 +36,7 @@ function step(label, cmd, args, options) {
 step('build', 'npm', ['run', 'build', '--silent'])
 step('lint', 'npm', ['run', 'lint', '--silent'])
 step('vectors file is what scripts/make-vectors.mjs writes', 'node', ['scripts/make-vectors.mjs', '--check'])
+step('signature vectors file is what scripts/make-signature-vectors.mjs writes', 'node', ['scripts/make-signature-vectors.mjs', '--check'])
 step('generated gRPC types are what scripts/gen-proto-types.mjs writes', 'node', ['scripts/gen-proto-types.mjs', '--check'])
 
 // 2. TypeScript suites
