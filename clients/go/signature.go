@@ -62,6 +62,21 @@ func openerOf(c int) int {
 	return -1
 }
 
+// nest pushes an opener and pops the opener a closer matches; ok is false for a closer that does
+// not match the innermost opener.
+func nest(stack []int, c int) ([]int, bool) {
+	if isOpener(c) {
+		return append(stack, c), true
+	}
+	if o := openerOf(c); o >= 0 {
+		if len(stack) == 0 || stack[len(stack)-1] != o {
+			return stack, false
+		}
+		return stack[:len(stack)-1], true
+	}
+	return stack, true
+}
+
 // codeText is the lexed source, in which only code bytes (outside string literals) can match.
 type codeText struct {
 	l *lexed
@@ -112,16 +127,12 @@ func (t codeText) closing(open int) int {
 	var stack []int
 	for i := open; i < t.n; i++ {
 		c := t.at(i)
-		if isOpener(c) {
-			stack = append(stack, c)
-		} else if o := openerOf(c); o >= 0 {
-			if len(stack) == 0 || stack[len(stack)-1] != o {
-				return -1
-			}
-			stack = stack[:len(stack)-1]
-			if len(stack) == 0 {
-				return i
-			}
+		var ok bool
+		if stack, ok = nest(stack, c); !ok {
+			return -1
+		}
+		if len(stack) == 0 {
+			return i
 		}
 	}
 	return -1
@@ -148,13 +159,9 @@ func (t codeText) annotationEnd(i int, stop func(int) bool) int {
 				continue
 			}
 		}
-		if isOpener(c) {
-			stack = append(stack, c)
-		} else if o := openerOf(c); o >= 0 {
-			if len(stack) == 0 || stack[len(stack)-1] != o {
-				return -1
-			}
-			stack = stack[:len(stack)-1]
+		var ok bool
+		if stack, ok = nest(stack, c); !ok {
+			return -1
 		}
 	}
 	return -1

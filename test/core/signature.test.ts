@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { SvcError } from '../../src/core/errors.js'
 import { computeRufid } from '../../src/core/rufid.js'
 import { deriveSignature } from '../../src/core/signature.js'
+import { thrownBy as failureOf } from '../fixtures/engine.js'
 
 export interface SignatureVector {
   id: string
@@ -19,16 +19,6 @@ export interface SignatureVector {
 }
 
 const vectors = JSON.parse(readFileSync(new URL('../vectors/signature-v1.json', import.meta.url), 'utf8')) as { cases: SignatureVector[] }
-
-function failureOf(fn: () => unknown): SvcError {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof SvcError) return err
-    throw err
-  }
-  throw new Error('expected a failure, got a signature')
-}
 
 describe('derived signature vectors (test/vectors/signature-v1.json)', () => {
   it('has at least 30 cases covering every family and every required form', () => {
