@@ -62,25 +62,57 @@ func openerOf(c int) int {
 	return -1
 }
 
-// nest pushes an opener and pops the opener a closer matches; ok is false for a closer that does
-// not match the innermost opener.
-func nest(stack []int, c int) ([]int, bool) {
-	if isOpener(c) {
-		return append(stack, c), true
-	}
-	if o := openerOf(c); o >= 0 {
-		if len(stack) == 0 || stack[len(stack)-1] != o {
-			return stack, false
-		}
-		return stack[:len(stack)-1], true
-	}
-	return stack, true
-}
-
 // codeText is the lexed source, in which only code bytes (outside string literals) can match.
+// Every question costs amortized O(1), so a derivation is linear in the source whatever it holds:
+// lists are matched once for the whole text, and annotation scans share their results.
 type codeText struct {
 	l *lexed
 	n int
+	// match holds, for each code opener, the index of the closer that matches it, or -1.
+	match []int
+	// annotationMemo holds, per annotation kind, the end found from each position (unknown: -2).
+	annotationMemo map[annotationKind][]int
+}
+
+// annotationKind says where a type annotation ends: a binding's `: Type` at its `=`, an arrow's
+// `: ReturnType` at its `=>`.
+type annotationKind int
+
+const (
+	bindingAnnotation annotationKind = iota
+	arrowAnnotation
+)
+
+func newCodeText(l *lexed) codeText {
+	t := codeText{l: l, n: len(l.b), annotationMemo: map[annotationKind][]int{}}
+	t.match = t.matchLists()
+	return t
+}
+
+// matchLists is one pass over the text: a closer that does not match the innermost open list
+// makes it and every list around it unbalanced (-1), as does the end of the text; exactly what
+// scanning from each opener would find.
+func (t codeText) matchLists() []int {
+	match := make([]int, t.n)
+	for i := range match {
+		match[i] = -1
+	}
+	var open []int
+	for i := 0; i < t.n; i++ {
+		c := t.at(i)
+		if isOpener(c) {
+			open = append(open, i)
+		} else if o := openerOf(c); o >= 0 && len(open) > 0 {
+			top := open[len(open)-1]
+			if int(t.l.b[top]) == o {
+				match[top] = i
+				open = open[:len(open)-1]
+			} else {
+				open = open[:0]
+			}
+		}
+	}
+	return match
 }
 
 // at is the code byte at i, or -1 (a literal byte, or out of range).
@@ -123,48 +155,61 @@ func (t codeText) arrow(i int) bool { return t.at(i) == '=' && t.at(i+1) == '>' 
 
 // closing is the index of the closer of the list opened at open (`()[]{}` nested), or -1 when a
 // closer does not match its opener or the text ends first.
-func (t codeText) closing(open int) int {
-	var stack []int
-	for i := open; i < t.n; i++ {
-		c := t.at(i)
-		var ok bool
-		if stack, ok = nest(stack, c); !ok {
-			return -1
-		}
-		if len(stack) == 0 {
-			return i
-		}
+func (t codeText) closing(open int) int { return t.match[open] }
+
+func (t codeText) annotationStop(kind annotationKind, i int) bool {
+	if kind == arrowAnnotation {
+		return t.arrow(i)
 	}
-	return -1
+	return t.at(i) == '=' && !t.arrow(i) && t.at(i+1) != '='
 }
 
-// annotationEnd is the first depth-0 code index from i where stop holds; -1 at a depth-0 `,`,
-// `;` or LF, an unmatched closer, or the end.
-func (t codeText) annotationEnd(i int, stop func(int) bool) int {
-	var stack []int
-	for ; i < t.n; i++ {
+// annotationEnd is the first depth-0 code index from start where an annotation of kind ends
+// (`=>` is skipped otherwise); -1 at a depth-0 `,`, `;` or LF, an unbalanced list, an enclosing
+// list's closer, or the end. The answer depends on the position only, so every position a scan
+// passes records it for later scans.
+func (t codeText) annotationEnd(start int, kind annotationKind) int {
+	memo, ok := t.annotationMemo[kind]
+	if !ok {
+		memo = make([]int, t.n)
+		for i := range memo {
+			memo[i] = -2
+		}
+		t.annotationMemo[kind] = memo
+	}
+	var passed []int
+	end := -1
+scan:
+	for i := start; i < t.n; {
+		if memo[i] != -2 {
+			end = memo[i]
+			break
+		}
+		passed = append(passed, i)
 		c := t.at(i)
-		if c < 0 {
-			continue
-		}
-		if len(stack) == 0 {
-			if stop(i) {
-				return i
+		switch {
+		case c < 0:
+			i++
+		case t.annotationStop(kind, i):
+			end = i
+			break scan
+		case c == ',' || c == ';' || c == '\n' || openerOf(c) >= 0:
+			break scan
+		case t.arrow(i):
+			i += 2
+		case isOpener(c):
+			if t.match[i] < 0 {
+				break scan
 			}
-			if c == ',' || c == ';' || c == '\n' {
-				return -1
-			}
-			if t.arrow(i) {
-				i++
-				continue
-			}
-		}
-		var ok bool
-		if stack, ok = nest(stack, c); !ok {
-			return -1
+			i = t.match[i] + 1
+		default:
+			i++
 		}
 	}
-	return -1
+	for _, p := range passed {
+		memo[p] = end
+	}
+	return end
 }
 
 // list applies §10.4 to open..close: whitespace runs outside literals become one space, none
@@ -219,7 +264,7 @@ func DeriveSignature(functionName, language, source string) (string, error) {
 	} else {
 		l = lexCLike(s, fam)
 	}
-	t := codeText{l: l, n: len(l.b)}
+	t := newCodeText(l)
 	for i := 0; i < t.n; i++ {
 		if t.at(i) < 0 || isSigIdent(t.at(i-1)) {
 			continue
@@ -308,7 +353,7 @@ func definitionAt(t codeText, i int, name string, fam LanguageFamily) found {
 // bindingAt reads a js binding after NAME: `[: Type] = VALUE` starting at i.
 func bindingAt(t codeText, i int) found {
 	if t.at(i) == ':' {
-		i = t.annotationEnd(i+1, func(k int) bool { return t.at(k) == '=' && !t.arrow(k) && t.at(k+1) != '=' })
+		i = t.annotationEnd(i+1, bindingAnnotation)
 		if i < 0 {
 			return notFound
 		}
@@ -345,7 +390,7 @@ func arrowAt(t codeText, i int) found {
 		}
 		after := t.skipSpace(end + 1)
 		if t.at(after) == ':' {
-			after = t.annotationEnd(after+1, t.arrow)
+			after = t.annotationEnd(after+1, arrowAnnotation)
 			if after < 0 {
 				return notFound
 			}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	svc "github.com/svc-node/svc-node/clients/go"
 )
@@ -129,5 +130,38 @@ func TestComputeRUFIDDerivingSignatureKeepsAGivenSignature(t *testing.T) {
 	rc, err := svc.ComputeRUFIDDerivingSignature(in)
 	if err != nil || rc.RUFIDShort != svc.ComputeRUFID(in).RUFIDShort {
 		t.Fatalf("got %v, %v", rc, err)
+	}
+}
+
+// TestDeriveSignatureIsLinear derives sources of ~1 MB shaped so that a derivation rescanning
+// the text for each candidate takes hours; this one takes milliseconds. A generous deadline, not a
+// measured time, fails it.
+func TestDeriveSignatureIsLinear(t *testing.T) {
+	cases := []struct{ language, name, source string }{
+		{"js", "add", strings.Repeat("const add2 = (a) => a\n", 48_000)},
+		{"js", "add", strings.Repeat("add: b ", 150_000)},
+		{"js", "add", strings.Repeat("add = (): b ", 90_000)},
+		{"js", "add", strings.Repeat("add = (", 100_000) + strings.Repeat(")", 100_000)},
+		{"go", "F", strings.Repeat("func (", 120_000) + strings.Repeat(")", 120_000)},
+		{"python", "f", strings.Repeat("def g(", 150_000)},
+	}
+	done := make(chan []error, 1)
+	go func() {
+		var errs []error
+		for _, c := range cases {
+			_, err := svc.DeriveSignature(c.name, c.language, c.source)
+			errs = append(errs, err)
+		}
+		done <- errs
+	}()
+	select {
+	case errs := <-done:
+		for i, err := range errs {
+			if !svc.IsValidationFailed(err) || len(cases[i].source) < 700_000 {
+				t.Errorf("case %d: %v", i, err)
+			}
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("deriving 6 sources of ~1 MB took more than a minute")
 	}
 }

@@ -62,11 +62,47 @@ export function signatureNotDerivable(functionName: string, language: string, re
   })
 }
 
-/** A view of the lexed text in which only code characters can match. */
+/** What a type annotation runs to: `: Type` of a binding to its `=`, `: ReturnType` of an arrow to its `=>`. */
+type AnnotationKind = 'binding' | 'arrow'
+const UNKNOWN = -2
+
+/**
+ * A view of the lexed text in which only code characters can match. Every question it answers
+ * costs amortized O(1), so a derivation is linear in the source whatever the source holds (a
+ * node derives signatures of untrusted input): lists are matched once for the whole text, and
+ * annotation scans share their results.
+ */
 class CodeText {
   readonly n: number
+  /** For each code opener, the index of the closer that matches it, or -1 (see `closing`). */
+  private readonly match: Int32Array
+  private readonly annotationMemo: Record<AnnotationKind, Int32Array | undefined> = { binding: undefined, arrow: undefined }
+
   constructor(private readonly lexed: Lexed) {
     this.n = lexed.text.length
+    this.match = this.matchLists()
+  }
+
+  /**
+   * One pass over the text: scanning from an opener with only it open, a closer that does not
+   * match the innermost open list makes that list and every list around it unbalanced (-1), and so
+   * does the end of the text; this is exactly what scanning from each opener would find.
+   */
+  private matchLists(): Int32Array {
+    const match = new Int32Array(this.n).fill(-1)
+    const open: number[] = []
+    for (let i = 0; i < this.n; i++) {
+      const c = this.at(i)
+      if (isOpener(c)) open.push(i)
+      else if (CLOSERS[c] !== undefined && open.length > 0) {
+        const top = open[open.length - 1]!
+        if (this.lexed.text.charCodeAt(top) === CLOSERS[c]) {
+          match[top] = i
+          open.pop()
+        } else open.length = 0
+      }
+    }
+    return match
   }
 
   /** The character code at `i` when it is a code character, else -1 (literal or out of range). */
@@ -106,39 +142,50 @@ class CodeText {
    * -1 when a closer does not match its opener or the text ends first.
    */
   closing(open: number): number {
-    const stack: number[] = []
-    for (let i = open; i < this.n; i++) {
-      const c = this.at(i)
-      if (isOpener(c)) stack.push(c)
-      else if (CLOSERS[c] !== undefined) {
-        if (stack.pop() !== CLOSERS[c]) return -1
-        if (stack.length === 0) return i
-      }
-    }
-    return -1
+    return this.match[open]!
+  }
+
+  /** Whether an annotation of `kind` ends at `i` (a depth-0 code character). */
+  private annotationStop(kind: AnnotationKind, i: number): boolean {
+    return kind === 'arrow' ? this.arrow(i) : this.at(i) === 61 && !this.arrow(i) && this.at(i + 1) !== 61
   }
 
   /**
-   * Scans a type annotation from `i` to the first code character at nesting depth 0 for which
-   * `stop(i)` holds; -1 at a `,`, `;` or LF at depth 0, an unmatched closer, or the end.
+   * Scans a type annotation from `start` to the first code character at nesting depth 0 where it
+   * ends (`=` for a binding, `=>` for an arrow; `=>` is skipped otherwise); -1 at a `,`, `;` or LF
+   * at depth 0, an unbalanced list, a closer of an enclosing list, or the end. The answer depends
+   * on the position only, so every position a scan passes records it for later scans.
    */
-  annotationEnd(i: number, stop: (i: number) => boolean): number {
-    const stack: number[] = []
-    for (; i < this.n; i++) {
-      const c = this.at(i)
-      if (c === -1) continue
-      if (stack.length === 0) {
-        if (stop(i)) return i
-        if (c === 44 || c === 59 || c === 10) return -1
-        if (this.arrow(i)) {
-          i++
-          continue
-        }
+  annotationEnd(start: number, kind: AnnotationKind): number {
+    const memo = (this.annotationMemo[kind] ??= new Int32Array(this.n).fill(UNKNOWN))
+    const passed: number[] = []
+    let i = start
+    let end = -1
+    for (;;) {
+      if (i >= this.n) break
+      if (memo[i] !== UNKNOWN) {
+        end = memo[i]!
+        break
       }
-      if (isOpener(c)) stack.push(c)
-      else if (CLOSERS[c] !== undefined && stack.pop() !== CLOSERS[c]) return -1
+      passed.push(i)
+      const c = this.at(i)
+      if (c === -1) {
+        i++
+        continue
+      }
+      if (this.annotationStop(kind, i)) {
+        end = i
+        break
+      }
+      if (c === 44 || c === 59 || c === 10 || CLOSERS[c] !== undefined) break
+      if (this.arrow(i)) i += 2
+      else if (isOpener(c)) {
+        if (this.match[i] === -1) break
+        i = this.match[i]! + 1
+      } else i++
     }
-    return -1
+    for (const p of passed) memo[p] = end
+    return end
   }
 
   /** §10.4: the list `open`..`close` with whitespace runs outside literals collapsed. */
@@ -225,7 +272,7 @@ function afterStar(t: CodeText, i: number): number {
 /** A js binding after NAME: `[: Type] = VALUE` starting at `i`. */
 function bindingAt(t: CodeText, i: number): Found {
   if (t.at(i) === 58 /* : */) {
-    i = t.annotationEnd(i + 1, (k) => t.at(k) === 61 && !t.arrow(k) && t.at(k + 1) !== 61)
+    i = t.annotationEnd(i + 1, 'binding')
     if (i === -1) return undefined
   }
   if (t.at(i) !== 61 /* = */ || t.at(i + 1) === 61 || t.at(i + 1) === 62) return undefined
@@ -247,7 +294,7 @@ function arrowAt(t: CodeText, i: number): Found {
     if (close === -1) return { open: i, close }
     let after = t.skipSpace(close + 1)
     if (t.at(after) === 58 /* : */) {
-      after = t.annotationEnd(after + 1, (k) => t.arrow(k))
+      after = t.annotationEnd(after + 1, 'arrow')
       if (after === -1) return undefined
     }
     return t.arrow(after) ? { open: i, close } : undefined

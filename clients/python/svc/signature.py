@@ -15,7 +15,8 @@ both read the same definitions and copy the same text.
 from __future__ import annotations
 
 import json
-from typing import List, Optional, Tuple, Union
+import re
+from typing import Dict, List, Optional, Tuple, Union
 
 from .errors import ValidationError
 from .rufid_algo import _ASCII_WS, _lex_c_like, _lex_python, language_family, prepare_source
@@ -54,17 +55,49 @@ def _json_str(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
+_UNKNOWN = -2
+
+
 class _Code:
-    """The lexed text, in which only code characters (outside string literals) can match."""
+    """The lexed text, in which only code characters (outside string literals) can match.
+
+    Every question costs amortized O(1), so a derivation is linear in the source whatever it holds:
+    lists are matched once for the whole text, and annotation scans share their results."""
 
     def __init__(self, chars: List[str], code: List[bool]) -> None:
         self.chars = chars
         self.code = code
         self.n = len(chars)
+        # the code characters, with NUL for each literal character: NUL has no meaning to the
+        # rules, so a code NUL read as a literal one changes nothing
+        self.cs = "".join(c if k else "\0" for c, k in zip(chars, code))
+        self.match = self._match_lists()
+        self._annotation_memo: Dict[str, List[int]] = {}
+
+    def _match_lists(self) -> List[int]:
+        """One pass: a closer that does not match the innermost open list makes it and every list
+        around it unbalanced (-1), as does the end; exactly what scanning from each opener finds."""
+        match = [-1] * self.n
+        open_: List[int] = []
+        for i in range(self.n):
+            c = self.at(i)
+            if c in _OPENERS:
+                open_.append(i)
+            elif c in _CLOSERS and open_:
+                top = open_[-1]
+                if self.cs[top] == _CLOSERS[c]:
+                    match[top] = i
+                    open_.pop()
+                else:
+                    open_.clear()
+        return match
 
     def at(self, i: int) -> str:
         """The code character at ``i``, or ``""`` (a literal character, or out of range)."""
-        return self.chars[i] if 0 <= i < self.n and self.code[i] else ""
+        if 0 <= i < self.n:
+            c = self.cs[i]
+            return "" if c == "\0" else c
+        return ""
 
     def skip_space(self, i: int) -> int:
         while self.at(i) in _SPACE:
@@ -72,10 +105,7 @@ class _Code:
         return i
 
     def word(self, i: int, word: str) -> bool:
-        end = i + len(word)
-        if end > self.n or _is_ident(self.at(i - 1)) or _is_ident(self.at(end)):
-            return False
-        return all(self.code[k] and self.chars[k] == word[k - i] for k in range(i, end))
+        return self.cs.startswith(word, i) and not _is_ident(self.at(i - 1)) and not _is_ident(self.at(i + len(word)))
 
     def ident_end(self, i: int) -> int:
         while _is_ident(self.at(i)):
@@ -87,42 +117,49 @@ class _Code:
 
     def closing(self, open_: int) -> int:
         """Index of the closer of the list opened at ``open_`` (``()[]{}`` nested), or -1."""
-        stack: List[str] = []
-        for i in range(open_, self.n):
-            c = self.at(i)
-            if c in _OPENERS:
-                stack.append(c)
-            elif c in _CLOSERS:
-                if not stack or stack.pop() != _CLOSERS[c]:
-                    return -1
-                if not stack:
-                    return i
-        return -1
+        return self.match[open_]
 
-    def annotation_end(self, i: int, stop) -> int:
-        """First depth-0 code index where ``stop`` holds; -1 at a depth-0 ``,`` ``;`` LF, an
-        unmatched closer, or the end."""
-        stack: List[str] = []
+    def _annotation_stop(self, kind: str, i: int) -> bool:
+        if kind == "arrow":
+            return self.arrow(i)
+        return self.at(i) == "=" and not self.arrow(i) and self.at(i + 1) != "="
+
+    def annotation_end(self, start: int, kind: str) -> int:
+        """First depth-0 code index from ``start`` where an annotation of ``kind`` ends (``=`` for
+        a ``"binding"``, ``=>`` for an ``"arrow"``; ``=>`` skipped otherwise); -1 at a depth-0 ``,``
+        ``;`` LF, an unbalanced list, an enclosing list's closer, or the end. The answer depends on
+        the position only, so every position a scan passes records it for later scans."""
+        memo = self._annotation_memo.get(kind)
+        if memo is None:
+            memo = self._annotation_memo[kind] = [_UNKNOWN] * self.n
+        passed: List[int] = []
+        i = start
+        end = -1
         while i < self.n:
+            if memo[i] != _UNKNOWN:
+                end = memo[i]
+                break
+            passed.append(i)
             c = self.at(i)
             if c == "":
                 i += 1
                 continue
-            if not stack:
-                if stop(i):
-                    return i
-                if c in ",;\n":
-                    return -1
-                if self.arrow(i):
-                    i += 2
-                    continue
-            if c in _OPENERS:
-                stack.append(c)
-            elif c in _CLOSERS:
-                if not stack or stack.pop() != _CLOSERS[c]:
-                    return -1
-            i += 1
-        return -1
+            if self._annotation_stop(kind, i):
+                end = i
+                break
+            if c in ",;\n" or c in _CLOSERS:
+                break
+            if self.arrow(i):
+                i += 2
+            elif c in _OPENERS:
+                if self.match[i] == -1:
+                    break
+                i = self.match[i] + 1
+            else:
+                i += 1
+        for p in passed:
+            memo[p] = end
+        return end
 
     def list_text(self, open_: int, close: int) -> str:
         """§10.4: whitespace runs outside literals become one space, none after ``(`` or before ``)``."""
@@ -161,8 +198,12 @@ def derive_signature(function_name: str, language: str, source_code: str) -> str
         raise signature_not_derivable(name, language, "no_definition")
     prepared = prepare_source(source_code)
     t = _Code(*(_lex_python(prepared) if family == "python" else _lex_c_like(prepared, family)))
-    for i in range(t.n):
-        if t.at(i) == "" or _is_ident(t.at(i - 1)):
+    # every form starts with its keyword or (a js binding) the name: only those positions are tried
+    first_tokens = {"python": ["def"], "go": ["func"], "js": ["function", name]}[family]
+    starts = re.compile("(?=%s)" % "|".join(re.escape(w) for w in first_tokens))
+    for m in starts.finditer(t.cs):
+        i = m.start()
+        if _is_ident(t.at(i - 1)):
             continue
         found = _definition_at(t, i, name, family)
         if found is None:
@@ -210,7 +251,7 @@ def _definition_at(t: _Code, i: int, name: str, family: str) -> _Found:
 def _binding_at(t: _Code, i: int) -> _Found:
     """A js binding after NAME: ``[: Type] = VALUE`` starting at ``i``."""
     if t.at(i) == ":":
-        i = t.annotation_end(i + 1, lambda k: t.at(k) == "=" and not t.arrow(k) and t.at(k + 1) != "=")
+        i = t.annotation_end(i + 1, "binding")
         if i == -1:
             return None
     if t.at(i) != "=" or t.at(i + 1) in ("=", ">"):
@@ -237,7 +278,7 @@ def _arrow_at(t: _Code, i: int) -> _Found:
             return (i, -1)
         after = t.skip_space(close + 1)
         if t.at(after) == ":":
-            after = t.annotation_end(after + 1, t.arrow)
+            after = t.annotation_end(after + 1, "arrow")
             if after == -1:
                 return None
         return (i, close) if t.arrow(after) else None

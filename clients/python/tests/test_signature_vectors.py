@@ -77,3 +77,38 @@ def test_name_is_trimmed_and_types_are_checked():
         svc.derive_signature("add", "python", None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         svc.compute_rufid(None, None, "python", "def add(a): pass")  # type: ignore[arg-type]
+
+
+ADVERSARIAL = [
+    ("js", "add", "const add2 = (a) => a\n" * 10_000),
+    ("js", "add", "add: b " * 30_000),
+    ("js", "add", "add = (): b " * 18_000),
+    ("js", "add", "add = (" * 20_000 + ")" * 20_000),
+    ("go", "F", "func (" * 24_000 + ")" * 24_000),
+    ("python", "f", "def g(" * 30_000),
+]
+
+
+def test_derivation_is_linear_whatever_the_source_holds():
+    """In a child process killed at a generous deadline (a slow derivation cannot be interrupted
+    in-process): on these ~200 kB sources, a derivation that rescans the text for each candidate
+    takes hours; this one about a second each."""
+    import subprocess
+    import sys
+
+    program = (
+        "import json, sys\n"
+        "sys.path.insert(0, %r)\n"
+        "import svc\n"
+        "codes = []\n"
+        "for language, name, source in json.load(sys.stdin):\n"
+        "    try:\n"
+        "        codes.append(svc.derive_signature(name, language, source))\n"
+        "    except svc.ValidationError as e:\n"
+        "        codes.append(e.code)\n"
+        "print(json.dumps(codes))\n"
+    ) % str(Path(svc.__file__).resolve().parent.parent)
+    assert min(len(source) for _, _, source in ADVERSARIAL) > 150_000
+    done = subprocess.run([sys.executable, "-c", program], input=json.dumps(ADVERSARIAL), capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert json.loads(done.stdout) == [1006] * len(ADVERSARIAL)
