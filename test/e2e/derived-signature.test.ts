@@ -87,6 +87,14 @@ describe('one RUFID for a source without a signature through /v1, svc functions 
     }
   })
 
+  it('answers 1006 at once for a source shaped to make a naive derivation rescan it for each candidate, and keeps serving', async () => {
+    const source = 'add: b '.repeat(100_000) // 700 kB: base64 fits the 1 MiB body limit
+    const published = await call(`${d.url}/v1/functions`, 'POST', { name: 'add', runtime: 'node20', source: Buffer.from(source).toString('base64') })
+    expect(published.status).toBe(400)
+    expect(published.body).toMatchObject({ error: { code: 1006, details: { reason: 'no_definition' } } })
+    expect((await call(`${d.url}/healthz`, 'GET')).status).toBe(200)
+  })
+
   it('stored exactly the RUFIDs of the vectors that derive a signature, nothing for the others', async () => {
     const listed = await call<{ items: Array<{ rufid_short?: string; rufid: string }>; pagination: { total: number } }>(`${d.url}/api/v1/functions?limit=100`, 'GET')
     expect(listed.status).toBe(200)
