@@ -35,7 +35,10 @@ describe('one RUFID for a source without a signature through /v1, svc functions 
     work = mkdtempSync(join(tmpdir(), 'svc-sigvec-'))
   })
   afterAll(async () => {
+    // a daemon stuck in a derivation cannot run its SIGTERM handler: SIGKILL it after a while
+    const killer = setTimeout(() => d?.proc.kill('SIGKILL'), 15_000)
     await d?.stop()
+    clearTimeout(killer)
     if (d) removeDir(d.dataDir)
     if (work) rmSync(work, { recursive: true, force: true })
   })
