@@ -13,7 +13,8 @@
  *   whitespace it leaves) is allowed, including none where the tokens cannot run together.
  * - An identifier character is an ASCII letter or digit, `_`, `$`, or any non-ASCII character.
  *   A keyword (`def`, `function`, `async`, `func`) or the name only matches as a whole word: the
- *   characters right before and after it are not identifier characters.
+ *   characters right before and after it are not identifier characters (so `exports.add = …`
+ *   is a binding of `add`, and `add2 = …` is not).
  * - The first definition is the one whose first token (`def`, `function`, `func`, or NAME for a
  *   binding) comes first in the text; candidates that turn out not to be definitions are skipped.
  * - python: `def NAME (`.
@@ -29,6 +30,8 @@
  * - Inside it, each run of whitespace outside string literals becomes one space, and no such space
  *   is kept right after a `(` or right before a `)` (every parenthesis of the list, not only the
  *   outer two); string literals are copied unchanged.
+ *
+ * A derivation takes time linear in the source, whatever the source holds (see `CodeText`).
  */
 import { SvcError } from './errors.js'
 import { languageFamily, lexSource, prepareSource, trimAsciiWhitespace, type LanguageFamily, type Lexed } from './rufid.js'
