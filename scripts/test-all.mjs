@@ -37,6 +37,7 @@ step('build', 'npm', ['run', 'build', '--silent'])
 step('lint', 'npm', ['run', 'lint', '--silent'])
 step('vectors file is what scripts/make-vectors.mjs writes', 'node', ['scripts/make-vectors.mjs', '--check'])
 step('receipt vectors file is what scripts/make-receipt-vectors.mjs writes', 'node', ['scripts/make-receipt-vectors.mjs', '--check'])
+step('signature vectors file is what scripts/make-signature-vectors.mjs writes', 'node', ['scripts/make-signature-vectors.mjs', '--check'])
 step('generated gRPC types are what scripts/gen-proto-types.mjs writes', 'node', ['scripts/gen-proto-types.mjs', '--check'])
 step('Python gRPC stubs (svc.v1) are what scripts/gen-python-grpc.py writes', 'python3', ['scripts/gen-python-grpc.py', '--check'])
 

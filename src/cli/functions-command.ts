@@ -6,6 +6,7 @@ import {
   LOCKFILE_FILE, LockfileGenerator, MANIFEST_FILE, checkLockfile, checkManifest, lockIdentity, manifestDigest,
   type FunctionLockfile, type FunctionManifest, type ResolutionProgress,
 } from '../engine/manifests/index.js'
+import { deriveSignature } from '../core/signature.js'
 import type { CreateFunctionInput } from '../client/types.js'
 import { CliError, action, clientFor, printJson, progressMode, resolveSettings, withConnection, withProgress, type ConnectionOptions } from './connection.js'
 
@@ -109,54 +110,6 @@ function extensionsFor(language: string | undefined): string[] {
   return ['.js', '.mjs', '.cjs', '.ts']
 }
 
-/** Finds the matching `)` of the `(` at `open`, skipping string literals; -1 if none. */
-function closingParen(text: string, open: number): number {
-  let depth = 0
-  let quote: string | undefined
-  for (let i = open; i < text.length; i++) {
-    const c = text[i]!
-    if (quote) {
-      if (c === '\\') i++
-      else if (c === quote) quote = undefined
-      continue
-    }
-    if (c === '"' || c === "'" || c === '`') quote = c
-    else if (c === '(') depth++
-    else if (c === ')' && --depth === 0) return i
-  }
-  return -1
-}
-
-const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-
-/**
- * The textual signature of `name` in a source file: its parameter list (and a TypeScript or
- * Python return annotation), e.g. `(a, b)` or `(a: number, b: number): number`.
- */
-export function extractSignature(source: string, name: string, language: string): string | undefined {
-  const n = escapeRe(name)
-  const python = extensionsFor(language).includes('.py')
-  const patterns = python
-    ? [new RegExp(`(?:^|\\n)[ \\t]*(?:async[ \\t]+)?def[ \\t]+${n}[ \\t]*\\(`)]
-    : [
-        new RegExp(`\\bfunction\\b[ \\t]*\\*?[ \\t]*${n}[ \\t]*(?:<[^>(]*>)?[ \\t]*\\(`),
-        new RegExp(`\\b(?:const|let|var)[ \\t]+${n}[ \\t]*(?::[^=]+)?=[ \\t]*(?:async[ \\t]*)?(?:function[ \\t]*)?\\(`),
-        new RegExp(`\\bfunc[ \\t]+${n}[ \\t]*\\(`),
-      ]
-  for (const re of patterns) {
-    const m = re.exec(source)
-    if (!m) continue
-    const open = m.index + m[0].length - 1
-    const close = closingParen(source, open)
-    if (close < 0) return undefined
-    const params = source.slice(open, close + 1).replace(/\s+/g, ' ').replace(/\( /g, '(').replace(/ \)/g, ')').replace(/,\)/g, ')')
-    const rest = source.slice(close + 1)
-    const ret = python ? /^\s*(->[^:\n]+):/.exec(rest) : /^\s*(:\s*[^{=\n]+?)\s*(?:\{|=>)/.exec(rest)
-    return ret ? `${params}${python ? ' ' : ''}${ret[1]!.trim().replace(/^:\s*/, ': ')}` : params
-  }
-  return undefined
-}
-
 export interface DefinitionFlags {
   code?: string
   file?: string
@@ -223,8 +176,8 @@ export function readDefinition(flags: DefinitionFlags): CreateFunctionInput {
   if (!name) throw invalid('cannot tell the function name: pass --name or set "name" in the manifest')
   if (!language) throw invalid('cannot tell the language: pass --language or set runtime.language in the manifest')
   const metaSignature = typeof m.metadata?.signature === 'string' ? m.metadata.signature : undefined
-  const signature = flags.signature ?? metaSignature ?? extractSignature(source_code, name, language)
-  if (!signature) throw invalid(`cannot find function ${name} in ${file}: pass --signature`)
+  // rufid-v1 §10, exactly as the node derives it for /v1 (1006 naming the function when it cannot)
+  const signature = flags.signature ?? metaSignature ?? deriveSignature({ function_name: name, language, source_code })
   const metaTags = Array.isArray(m.metadata?.tags) ? (m.metadata.tags as unknown[]).filter((t): t is string => typeof t === 'string') : undefined
   const tags = flags.tags !== undefined ? flags.tags.split(',').map((t) => t.trim()).filter(Boolean) : metaTags
   const description = flags.description ?? (typeof m.description === 'string' ? m.description : undefined)

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { Command } from 'commander'
-import { computeRufid } from '../core/rufid.js'
+import { computeRufid, formatRufid } from '../core/rufid.js'
+import { deriveSignature } from '../core/signature.js'
+import { CliError, action } from './connection.js'
 
 interface VectorCase {
   id: string
@@ -19,21 +21,27 @@ export function rufidCommand(): Command {
   cmd.command('compute')
     .description('print the RUFID of a function definition')
     .requiredOption('--name <function_name>', 'function name')
-    .requiredOption('--signature <signature>', 'textual signature, e.g. "(a, b)"')
+    .option('--signature <signature>', 'textual signature, e.g. "(a, b)" (default: derived from the source as rufid-v1 §10 says)')
     .requiredOption('--language <language>', 'language, e.g. python, javascript, typescript, go')
     .option('--file <path>', 'source file (default: standard input)')
     .option('--tenant <tenant_id>', 'also print the full v1 form for this tenant')
     .option('--json', 'print JSON')
-    .action((opts: { name: string; signature: string; language: string; file?: string; tenant?: string; json?: boolean }) => {
-      const source_code = readFileSync(opts.file ?? 0, 'utf8')
-      const r = computeRufid({ function_name: opts.name, signature: opts.signature, language: opts.language, source_code })
-      const full = opts.tenant ? `rufid:${r.rufid_short}:v1:${opts.tenant}` : undefined
+    .action(action((opts: { name: string; signature?: string; language: string; file?: string; tenant?: string; json?: boolean }) => {
+      let source_code: string
+      try {
+        source_code = readFileSync(opts.file ?? 0, 'utf8')
+      } catch (err) {
+        throw new CliError(1006, 'VALIDATION_FAILED', `cannot read ${opts.file ?? 'standard input'}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+      }
+      const signature = opts.signature ?? deriveSignature({ function_name: opts.name, language: opts.language, source_code })
+      const r = computeRufid({ function_name: opts.name, signature, language: opts.language, source_code })
+      const full = opts.tenant ? formatRufid(r.rufid_short, 1, opts.tenant) : undefined
       if (opts.json) {
-        process.stdout.write(JSON.stringify({ rufid_short: r.rufid_short, content_digest: r.content_digest, ...(full && { rufid: full }) }) + '\n')
+        process.stdout.write(JSON.stringify({ rufid_short: r.rufid_short, content_digest: r.content_digest, signature, ...(full && { rufid: full }) }) + '\n')
       } else {
         process.stdout.write(`${r.rufid_short}${full ? `  ${full}` : ''}\n`)
       }
-    })
+    }))
 
   cmd.command('vectors')
     .description('compute the RUFID of every case of a vectors file and compare with its expectation')

@@ -3,7 +3,8 @@
  *
  * - `SvcClient`: typed methods for every REST operation, plus execution event subscriptions;
  * - typed errors (`SvcError` and one subclass per code);
- * - RUFID computation from the daemon's own code (`src/core/rufid.ts`);
+ * - RUFID computation and signature derivation from the daemon's own code (`src/core/rufid.ts`,
+ *   `src/core/signature.ts`);
  * - `registerSvcLoader()`: `(await import('svc://<rufid_short>')).default` is an async callable
  *   that executes the function on the configured node.
  */
@@ -20,6 +21,8 @@ export {
 } from './errors.js'
 export { EventSubscription, type SubscribeOptions } from './subscriptions.js'
 export { registerSvcLoader, type SvcLoaderOptions } from './loader.js'
+export { deriveSignature } from './signature.js'
+export type { SignatureFailure, SignatureSource } from '../core/signature.js'
 export type * from './types.js'
 // RUFID v1: the very functions the daemon uses (one implementation, checked against the vectors)
 export {

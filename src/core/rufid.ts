@@ -54,10 +54,11 @@ const isIdentChar = (c: number): boolean =>
 const PY_PREFIX = new Set(['r', 'R', 'b', 'B', 'u', 'U', 'f', 'F'])
 
 /**
- * The lexer's output: `text` with a parallel mask, 1 for code characters and 0 for characters
- * inside string literals (which normalization never touches).
+ * The lexer's output (§4–§5): `text` with a parallel mask, 1 for code characters and 0 for
+ * characters inside string literals (which normalization never touches). Comments are already
+ * removed (§5). Also read by the signature derivation (`signature.ts`, §10).
  */
-interface Lexed {
+export interface Lexed {
   text: string
   code: Uint8Array
 }
@@ -262,19 +263,16 @@ function normalizeWhitespace(lexed: Lexed): string {
   return lastKeptIsCodeLf ? result.slice(0, -1) : result
 }
 
+/** §4–§5 for a lexed family: `prepared` is the source after §2.1–2.2 (`prepareSource`). */
+export function lexSource(prepared: string, family: Exclude<LanguageFamily, 'plain'>): Lexed {
+  return family === 'python' ? lexPython(prepared) : lexCLike(prepared, family)
+}
+
 /** Normalized source code for identity (never for execution). */
 export function normalizeSource(source: string, language: string): string {
   const prepared = prepareSource(source)
   const family = languageFamily(language)
-  switch (family) {
-    case 'plain':
-      return prepared.replace(/[ \t\f\v\n]+$/, '')
-    case 'python':
-      return normalizeWhitespace(lexPython(prepared))
-    case 'js':
-    case 'go':
-      return normalizeWhitespace(lexCLike(prepared, family))
-  }
+  return family === 'plain' ? prepared.replace(/[ \t\f\v\n]+$/, '') : normalizeWhitespace(lexSource(prepared, family))
 }
 
 export const BASE62_ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'

@@ -1,7 +1,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { SvcError } from '../core/errors.js'
-import { computeRufid } from '../core/rufid.js'
+import { computeRufid, formatRufid } from '../core/rufid.js'
 import type { Engine } from '../engine/engine.js'
 import { MAX_REMOTE_WHEEL_BYTES, sha256Of } from '../engine/execution/python-wheelhouse.js'
 import type { SvcMetrics } from '../engine/metrics.js'
@@ -130,7 +130,7 @@ export class Federation implements FederationPort {
       this.engine.events.publishSystem({
         type: fn.deleted_at === undefined ? 'function.created' : 'function.deleted',
         tenant_id: fn.tenant_id,
-        rufid: `rufid:${fn.rufid_short}:v${fn.version}:${fn.tenant_id}`,
+        rufid: formatRufid(fn.rufid_short, fn.version, fn.tenant_id),
         message: `function ${fn.function_name} v${fn.version} ${fn.deleted_at === undefined ? 'replicated' : 'deleted'} from a federation peer`,
         data: { function_name: fn.function_name, version: `v${fn.version}`, replicated: true },
       })

@@ -2,22 +2,12 @@ import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { canonicalJson } from '../../src/core/canonical-json.js'
-import { SvcError } from '../../src/core/errors.js'
 import {
   checkLockfile, checkManifest, lockIdentity, manifestDigest, manifestSchemaProblems, lockfileSchemaProblems, sortedLockfile,
   MANIFEST_SCHEMA_URL, type FunctionLockfile, type FunctionManifest,
 } from '../../src/engine/index.js'
+import { thrownBy as thrown } from '../fixtures/engine.js'
 import { pointersOf, sampleManifest } from './helpers.js'
-
-const thrown = (f: () => unknown): SvcError => {
-  try {
-    f()
-  } catch (err) {
-    if (err instanceof SvcError) return err
-    throw err
-  }
-  throw new Error('expected a throw')
-}
 
 function lockFor(manifest: Record<string, unknown>, over: Partial<FunctionLockfile> = {}): FunctionLockfile {
   return {

@@ -56,6 +56,7 @@ from .rufid_algo import (
     rufid_short,
     validate_rufid,
 )
+from .signature import derive_signature
 
 # `ConnectionError` is left out of __all__ so that `from svc import *` never shadows the builtin.
 __all__ = [
@@ -68,5 +69,5 @@ __all__ = [
     "BASE62_ALPHABET", "ParsedRufid", "RufidComputation", "base62", "canonical_string",
     "compute_rufid", "format_rufid", "import_name", "import_statement", "is_full_rufid",
     "is_rufid", "is_short_rufid", "language_family", "normalize_source", "parse_rufid",
-    "parse_version_label", "prepare_source", "rufid_short", "validate_rufid",
+    "parse_version_label", "prepare_source", "rufid_short", "validate_rufid", "derive_signature",
 ]

@@ -279,11 +279,19 @@ def base62(data: bytes) -> str:
     return "".join(reversed(digits))
 
 
-def compute_rufid(function_name: str, signature: str, language: str, source_code: str) -> RufidComputation:
-    """The full §7 computation: normalized code, canonical string, digest and short RUFID."""
-    for label, value in (("function_name", function_name), ("signature", signature)):
-        if not isinstance(value, str):
-            raise TypeError("%s must be str" % label)
+def compute_rufid(function_name: str, signature: Optional[str], language: str, source_code: str) -> RufidComputation:
+    """The full §7 computation: normalized code, canonical string, digest and short RUFID.
+
+    ``signature=None`` derives it from the source as a node does for a publish without one
+    (rufid-v1 §10, :func:`svc.derive_signature`; 1006 :class:`svc.ValidationError` when it cannot)."""
+    if not isinstance(function_name, str):
+        raise TypeError("function_name must be str")
+    if signature is None:
+        from .signature import derive_signature  # the derivation is built on this module's lexer
+
+        signature = derive_signature(function_name, language, source_code)
+    if not isinstance(signature, str):
+        raise TypeError("signature must be str")
     normalized = normalize_source(source_code, language)
     canonical = canonical_string(function_name, signature, normalized)
     digest = hashlib.sha256(_utf8(canonical)).digest()
@@ -295,7 +303,7 @@ def compute_rufid(function_name: str, signature: str, language: str, source_code
     )
 
 
-def rufid_short(function_name: str, signature: str, language: str, source_code: str) -> str:
+def rufid_short(function_name: str, signature: Optional[str], language: str, source_code: str) -> str:
     """The 12-character short RUFID of a function definition."""
     return compute_rufid(function_name, signature, language, source_code).rufid_short
 

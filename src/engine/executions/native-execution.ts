@@ -1,5 +1,6 @@
 import { SvcError, invalidRufid } from '../../core/errors.js'
-import { computeRufid, languageFamily } from '../../core/rufid.js'
+import { computeRufid } from '../../core/rufid.js'
+import { deriveSignature } from '../../core/signature.js'
 import type { FunctionRegistry } from '../registry/function-registry.js'
 import type { ExecutionRecord, Principal } from '../types.js'
 import type { ExecutionService } from './execution-service.js'
@@ -61,24 +62,8 @@ function definitionOf(body: NativeExecuteRequest): { function_name: string; sign
     : new RegExp(`^\\s*(async\\s+)?def\\s+${escape(function_name)}\\s*\\(`, 'm').test(source_code) ? 'python' : 'javascript'
   const signature = typeof body.signature === 'string' && body.signature !== ''
     ? body.signature
-    : signatureFromSource(source_code, function_name, language)
+    : deriveSignature({ function_name, language, source_code })
   return { function_name, signature, language, source_code }
-}
-
-/** The parameter list `( … )` of the function's definition in its source, or `()`. */
-export function signatureFromSource(source: string, name: string, language: string): string {
-  const n = escape(name)
-  const patterns = languageFamily(language) === 'python'
-    ? [new RegExp(`def\\s+${n}\\s*(\\([^)]*\\))`)]
-    : [
-        new RegExp(`function\\s*\\*?\\s*${n}\\s*(\\([^)]*\\))`),
-        new RegExp(`(?:const|let|var)\\s+${n}\\s*=\\s*(?:async\\s*)?(?:function\\s*\\*?\\s*\\w*\\s*)?(\\([^)]*\\))`),
-      ]
-  for (const p of patterns) {
-    const m = p.exec(source)
-    if (m) return m[1]!.replace(/\s+/g, ' ')
-  }
-  return '()'
 }
 
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')

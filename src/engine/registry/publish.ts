@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { validationFailed } from '../../core/errors.js'
-import { signatureFromSource } from '../executions/native-execution.js'
+import { deriveSignature } from '../../core/signature.js'
 import type { Principal } from '../types.js'
 import { jsonPointer, parseOrThrow } from '../validation.js'
 import { FUNCTION_NAME, manifestFields } from './create-input.js'
@@ -50,7 +50,7 @@ export async function publishFunction(functions: FunctionRegistry, principal: Pr
     function_name: input.name,
     source_code,
     language,
-    signature: input.signature ?? signatureFromSource(source_code, input.name, language),
+    signature: input.signature ?? deriveSignature({ function_name: input.name, language, source_code }),
     description: input.description,
     tags: input.tags,
     manifest: input.manifest,

@@ -1,4 +1,5 @@
 import { validationFailed } from '../../core/errors.js'
+import { formatRufid } from '../../core/rufid.js'
 import { requirePermission } from '../authz.js'
 import { timeOrderedLowerBound } from '../ids.js'
 import type { FunctionTarget, FunctionRegistry } from '../registry/function-registry.js'
@@ -78,7 +79,7 @@ export async function finishedExecutions(
 
 /** The `rufid` field of a telemetry answer: the short RUFID, or the full one when a version was named. */
 export const telemetryRufidOf = (fn: FunctionVersion, target: FunctionTarget): string =>
-  target.version === undefined ? fn.rufid_short : `rufid:${fn.rufid_short}:v${target.version}:${fn.tenant_id}`
+  target.version === undefined ? fn.rufid_short : formatRufid(fn.rufid_short, target.version, fn.tenant_id)
 
 /** Latency percentiles, error rate and cost of one function from its execution records in a window. */
 export async function functionTelemetry(

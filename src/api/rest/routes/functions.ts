@@ -2,6 +2,7 @@ import type { Router } from '@koa/router'
 import type { RestApiComponents, RestState } from '../app.js'
 import { principalOf } from '../app.js'
 import { bodyOf, queryInt, queryString } from '../request.js'
+import { fullRufidOf } from '../../../engine/index.js'
 import { creationBody, executionBody, metadataBody, resolutionBody } from '../presenters.js'
 import { executeRequestSchema, parseRequest, resolveRequestSchema } from './request-schemas.js'
 
@@ -67,6 +68,6 @@ export function registerFunctionRoutes(router: Router<RestState>, { engine }: Re
     const principal = await principalOf(ctx, engine)
     const target = functions.target(principal, ctx.params.rufid, queryString(ctx.query.version))
     const deleted = await functions.delete(principal, target)
-    ctx.body = { deleted: deleted.map((fn) => `rufid:${fn.rufid_short}:v${fn.version}:${fn.tenant_id}`) }
+    ctx.body = { deleted: deleted.map(fullRufidOf) }
   })
 }

@@ -2,7 +2,7 @@ import type { Router } from '@koa/router'
 import { z } from 'zod'
 import { requirePermission } from '../../../engine/index.js'
 // the one signature derivation of rufid-v1 §10 and the one parameter reader the sandbox binds with
-import { signatureFromSource } from '../../../engine/executions/native-execution.js'
+import { deriveSignature } from '../../../core/signature.js'
 import { parseSignature } from '../../../engine/execution/signature.js'
 import type { RestApiComponents, RestState } from '../app.js'
 import { principalOf } from '../app.js'
@@ -30,7 +30,7 @@ export function registerSignatureRoutes(router: Router<RestState>, { engine }: R
     ctx.state.operation = 'rufid.signature'
     requirePermission(await principalOf(ctx, engine), 'rufid.read')
     const body = parseRequest(signatureRequestSchema, bodyOf(ctx), 'signature request')
-    const signature = 'signature' in body ? body.signature : signatureFromSource(body.source_code, body.function_name, body.language)
+    const signature = 'signature' in body ? body.signature : deriveSignature(body)
     ctx.body = {
       signature,
       parameters: parseSignature(signature).map((p) => ({ name: p.name, optional: p.optional, rest: p.rest })),

@@ -1,0 +1,90 @@
+import { execFile } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { describe, expect, it } from 'vitest'
+import { computeRufid } from '../../src/core/rufid.js'
+import { deriveSignature } from '../../src/core/signature.js'
+import { thrownBy as failureOf } from '../fixtures/engine.js'
+
+export interface SignatureVector {
+  id: string
+  covers: string[]
+  function_name: string
+  language: string
+  source_code: string
+  /** the derived signature, when the case derives one */
+  signature?: string
+  sha256_hex?: string
+  rufid_short?: string
+  /** the expected failure, when the case derives none */
+  error?: { code: 1006; name: 'VALIDATION_FAILED'; reason: string }
+}
+
+const vectors = JSON.parse(readFileSync(new URL('../vectors/signature-v1.json', import.meta.url), 'utf8')) as { cases: SignatureVector[] }
+
+describe('derived signature vectors (test/vectors/signature-v1.json)', () => {
+  it('has at least 30 cases covering every family and every required form', () => {
+    expect(vectors.cases.length).toBeGreaterThanOrEqual(30)
+    const covered = new Set(vectors.cases.flatMap((c) => c.covers))
+    for (const bullet of [
+      'family:python', 'family:js', 'family:go', 'family:plain', 'nesting', 'default-with-call', 'string-in-list',
+      'comment-in-list', 'multi-line', 'async', 'generator', 'export', 'arrow', 'bare-parameter', 'type-annotation',
+      'method', 'any-depth', 'name-in-string', 'name-in-comment', 'unbalanced', 'no-definition', 'crlf', 'bom',
+    ]) expect(covered, bullet).toContain(bullet)
+    expect(new Set(vectors.cases.map((c) => c.id)).size).toBe(vectors.cases.length)
+    for (const c of vectors.cases) expect(c.signature === undefined, c.id).toBe(c.error !== undefined)
+  })
+
+  for (const v of vectors.cases) {
+    it(v.id, () => {
+      if (v.signature !== undefined) {
+        const signature = deriveSignature(v)
+        expect(signature).toBe(v.signature)
+        const r = computeRufid({ ...v, signature })
+        expect(r.content_digest).toBe(v.sha256_hex)
+        expect(r.rufid_short).toBe(v.rufid_short)
+      } else {
+        const err = failureOf(() => deriveSignature(v))
+        expect(err.code).toBe(v.error!.code)
+        expect(err.name).toBe(v.error!.name)
+        expect(err.details.reason).toBe(v.error!.reason)
+        expect(err.details.function_name).toBe(v.function_name)
+        expect(err.message).toContain(JSON.stringify(v.function_name))
+        expect(err.message).toMatch(/explicit signature/)
+      }
+    })
+  }
+})
+
+describe('deriveSignature', () => {
+  it('gives the examples of rufid-v1 §10', () => {
+    expect(deriveSignature({ function_name: 'add', language: 'python', source_code: 'def add(a: int, b: int = (1)) -> int:\n  return a + b' }))
+      .toBe('(a: int, b: int = (1))')
+    expect(deriveSignature({ function_name: 'f', language: 'javascript', source_code: 'function f(a, b = g(1), { c } = {}) {\n}' }))
+      .toBe('(a, b = g(1), { c } = {})')
+    expect(deriveSignature({ function_name: 'h', language: 'js', source_code: 'const h = x => x' })).toBe('(x)')
+  })
+
+  it('trims the function name as §2.3 does', () => {
+    expect(deriveSignature({ function_name: ' \tadd\n', language: 'python', source_code: 'def add(a):\n  return a' })).toBe('(a)')
+  })
+
+  it('refuses an empty name and never matches a name inside a longer identifier', () => {
+    expect(failureOf(() => deriveSignature({ function_name: '  ', language: 'python', source_code: 'def (a): pass' })).details.reason).toBe('no_definition')
+    expect(failureOf(() => deriveSignature({ function_name: 'add', language: 'js', source_code: 'function readd(a) {}\nconst adder = (b) => b' })).code).toBe(1006)
+  })
+
+  // A node derives signatures of untrusted sources of up to 1 MiB. In a child process killed at a
+  // generous deadline (a slow synchronous derivation cannot be interrupted in-process): a
+  // derivation that rescans the text for each candidate takes hours on these, this one well under
+  // a second each.
+  it('derives in linear time, whatever the source holds', async () => {
+    const fixture = fileURLToPath(new URL('./fixtures/derive-adversarial.ts', import.meta.url))
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', fixture], { timeout: 60_000, killSignal: 'SIGKILL' })
+    const { sizes, codes } = JSON.parse(stdout) as { sizes: number[]; codes: Record<string, unknown> }
+    expect(Math.min(...sizes)).toBeGreaterThan(700_000)
+    expect(Object.keys(codes).length).toBe(sizes.length)
+    for (const [id, code] of Object.entries(codes)) expect(code, id).toBe(1006)
+  }, 90_000)
+})
