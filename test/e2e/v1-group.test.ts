@@ -32,7 +32,7 @@ describe('/v1 group', () => {
       description: 'multiplies', tags: ['math', 'demo'],
     })
     expect(pub.status).toBe(201)
-    expect(Object.keys(pub.body).sort()).toEqual(['import_statement', 'rufid', 'rufid_short', 'share_url', 'version'])
+    expect(Object.keys(pub.body).sort()).toEqual(['full_rufid', 'import_statement', 'rufid', 'rufid_short', 'share_url', 'version'])
     expect(pub.body.version).toBe('v1')
     const meta = await call(api(`/api/v1/functions/${pub.body.rufid_short as string}`), 'GET')
     expect(meta.body).toMatchObject({ signature: '(x, factor)', language: 'javascript' })

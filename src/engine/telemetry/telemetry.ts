@@ -1,7 +1,7 @@
 import { validationFailed } from '../../core/errors.js'
 import { requirePermission } from '../authz.js'
 import { timeOrderedLowerBound } from '../ids.js'
-import type { FunctionTarget, FunctionRegistry } from '../registry/function-registry.js'
+import { fullRufidOf, type FunctionTarget, type FunctionRegistry } from '../registry/function-registry.js'
 import type { CatalogStore } from '../storage/catalog-store.js'
 import type { Principal } from '../types.js'
 
@@ -10,7 +10,11 @@ const MAX_WINDOW_MS = 30 * 86_400_000
 
 /** decisions.md telemetry response. */
 export interface FunctionTelemetry {
+  /** as asked: the short RUFID (every version) or the full one (that version) */
   rufid: string
+  rufid_short: string
+  /** the full RUFID of the version asked for, or of the newest live one */
+  full_rufid: string
   window: string
   executions: number
   latency_ms: { p50: number; p95: number; p99: number; max: number }
@@ -65,7 +69,9 @@ export async function functionTelemetry(
   const n = latencies.length
   const round = (x: number) => Math.round(x * 1000) / 1000
   return {
-    rufid: target.version === undefined ? fn.rufid_short : `rufid:${fn.rufid_short}:v${target.version}:${fn.tenant_id}`,
+    rufid: target.version === undefined ? fn.rufid_short : fullRufidOf(fn),
+    rufid_short: fn.rufid_short,
+    full_rufid: fullRufidOf(fn),
     window,
     executions: n,
     latency_ms: { p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99), max: n ? latencies[n - 1]! : 0 },
