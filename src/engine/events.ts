@@ -33,7 +33,7 @@ export interface SystemEvent {
 }
 
 /** A subscription's filter: one hash, optionally one version of it (a full RUFID pins the version). */
-export interface EventTarget {
+export interface SubscriptionTarget {
   short: string
   version?: number
 }
@@ -42,7 +42,7 @@ export interface EventTarget {
  * Whether an execution event belongs to a subscription of `tenant` (undefined `target`: every
  * function of the tenant). The one rule every subscription channel applies (GraphQL, gRPC, /ws).
  */
-export function executionEventMatches(event: ExecutionEvent, tenant: string, target: EventTarget | undefined): boolean {
+export function executionEventMatches(event: ExecutionEvent, tenant: string, target: SubscriptionTarget | undefined): boolean {
   if (event.tenant_id !== tenant) return false
   if (target === undefined) return true
   return event.rufid_short === target.short && (target.version === undefined || event.version === `v${target.version}`)

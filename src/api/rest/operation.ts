@@ -8,7 +8,7 @@ import {
   type CallerOperation, type EnvelopeComponents, type PublicOperation, type OperationCall, type OperationEnvelope, type Principal,
 } from '../../engine/index.js'
 import { httpCredentialsOf } from '../credentials.js'
-import { errorBody, httpStatusOf, restErrorOf } from './errors.js'
+import { bodyErrorOf, errorBody, httpStatusOf } from './errors.js'
 import { parseQuery } from './routes/request-schemas.js'
 
 /** What the REST door keeps per request. */
@@ -108,7 +108,7 @@ export function createRestEnvelope(init: RestDoorInit, components: EnvelopeCompo
       try {
         await parse(ctx, noop)
       } catch (err) {
-        throw restErrorOf(err)
+        throw bodyErrorOf(err)
       }
     },
     statusOf: (error) => String(error === undefined ? 200 : httpStatusOf(error)),
