@@ -101,8 +101,12 @@ export const EVENT_SOCKET_OPERATIONS = {
   deliver: { name: 'events.deliver', audited: false },
 } as const
 
-/** Client message types: `subscribe` is an operation of the engine; `unsubscribe` and `ping` stay in the connection. */
+/**
+ * The client message types and the operation each is (`subscribe` reaches the engine through the
+ * envelope; `unsubscribe` and `ping` stay within the connection). The socket dispatches on this.
+ */
 export const CLIENT_MESSAGES = { subscribe: EVENT_SOCKET_OPERATIONS.subscribe, unsubscribe: undefined, ping: undefined } as const
+type ClientMessageType = keyof typeof CLIENT_MESSAGES
 
 /**
  * Serves `/ws` on the node's HTTP(S) server through one `upgrade` listener that leaves other
@@ -232,24 +236,29 @@ export function attachEventSocket(
       return
     }
     const m = message as Record<string, unknown>
-    const id = typeof m.id === 'string' ? m.id : undefined
-    switch (m.type) {
-      case 'ping':
-        send(conn, id === undefined ? { type: 'pong' } : { type: 'pong', id })
-        return
-      case 'subscribe':
-        void subscribe(conn, m)
-        return
-      case 'unsubscribe':
-        if (id === undefined || !conn.subscriptions.delete(id)) {
-          sendError(conn, id, validationFailed(`no subscription with id ${JSON.stringify(m.id)}`))
-          return
-        }
-        send(conn, { type: 'unsubscribed', id })
-        return
-      default:
-        sendError(conn, id, validationFailed(`unknown message type ${JSON.stringify(m.type)}; expected subscribe, unsubscribe or ping`))
+    const handle = typeof m.type === 'string' && Object.hasOwn(CLIENT_MESSAGES, m.type) ? messageHandlers[m.type as ClientMessageType] : undefined
+    if (handle === undefined) {
+      const id = typeof m.id === 'string' ? m.id : undefined
+      sendError(conn, id, validationFailed(`unknown message type ${JSON.stringify(m.type)}; expected ${Object.keys(CLIENT_MESSAGES).join(', ')}`))
+      return
     }
+    handle(conn, m)
+  }
+
+  /** One handler per client message type of CLIENT_MESSAGES (the compiler checks none is missing). */
+  const messageHandlers: Record<ClientMessageType, (conn: Connection, m: Record<string, unknown>) => void> = {
+    subscribe: (conn, m) => void subscribe(conn, m),
+    unsubscribe(conn, m) {
+      const id = typeof m.id === 'string' ? m.id : undefined
+      if (id === undefined || !conn.subscriptions.delete(id)) {
+        sendError(conn, id, validationFailed(`no subscription with id ${JSON.stringify(m.id)}`))
+        return
+      }
+      send(conn, { type: 'unsubscribed', id })
+    },
+    ping(conn, m) {
+      send(conn, typeof m.id === 'string' ? { type: 'pong', id: m.id } : { type: 'pong' })
+    },
   }
 
   const subscribe = enveloped(async (conn: Connection, m: Record<string, unknown>): Promise<void> => {
