@@ -112,7 +112,7 @@ describe('the operation envelope covers every operation of every door', () => {
       executeFunction: `mutation { executeFunction(rufid: "${SHORT}", args: {}) { result } }`,
       deleteFunction: `mutation { deleteFunction(rufid: "${SHORT}") }`,
     }
-    for (const { type, field } of fields.filter((f) => f.type !== 'Subscription')) {
+    for (const { field } of fields.filter((f) => f.type !== 'Subscription')) {
       await expectEnveloped(node.engine, 'graphql', OPERATIONS[field.name]!, () => node.gql(calls[field.name]!))
     }
     const subscriptions: Record<string, string> = {
