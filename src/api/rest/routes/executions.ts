@@ -10,7 +10,7 @@ export function executionRoutes(engine: Engine): RestRoute<never, unknown>[] {
       method: 'get', path: '/v1/executions/:id', operation: 'execution.read',
       summary: 'An execution record (`tenant` is a deprecated alias of `tenant_id`)',
       responses: { 200: executionRecordSchema },
-      errors: [...CALLER_ERRORS, 404],
+      errors: [...CALLER_ERRORS, 400, 404],
       async handle(principal, ctx) {
         return executionRecordBody(await engine.executions.get(principal!, ctx.params.id!))
       },
@@ -20,7 +20,7 @@ export function executionRoutes(engine: Engine): RestRoute<never, unknown>[] {
       method: 'get', path: '/v1/executions/:id/logs', operation: 'execution.logs',
       summary: 'Console output of an execution',
       responses: { 200: executionLogsSchema },
-      errors: [...CALLER_ERRORS, 404],
+      errors: [...CALLER_ERRORS, 400, 404],
       async handle(principal, ctx) {
         return executionLogsBody(await engine.executions.get(principal!, ctx.params.id!))
       },
