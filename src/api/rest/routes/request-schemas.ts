@@ -141,14 +141,14 @@ export const auditQuerySchema = z.object({
   cursor: z.string().optional().describe('next_cursor of the previous page'),
 })
 
-/** The kind of value a query parameter's schema holds (optional, default and pipes unwrapped). */
+/** The kind of value a query parameter's schema holds (optional, default and pipes unwrapped): `number`, `integer`, `array`, … */
 function kindOf(schema: z.ZodType): string {
-  let def = schema._zod.def as { type: string; innerType?: z.ZodType; in?: z.ZodType }
+  let def = schema._zod.def as { type: string; format?: string; innerType?: z.ZodType; in?: z.ZodType }
   while (def.innerType !== undefined || def.type === 'pipe') {
     const inner = def.innerType ?? def.in!
     def = inner._zod.def as typeof def
   }
-  return def.type
+  return def.type === 'number' && (def.format === 'safeint' || def.format === 'int32') ? 'integer' : def.type
 }
 
 const INTEGER_TEXT = /^-?(0|[1-9][0-9]*)$/
@@ -169,9 +169,9 @@ export function parseQuery<T extends z.ZodObject<z.ZodRawShape>>(schema: T, raw:
       continue
     }
     const kind = kindOf(field as z.ZodType)
-    if (kind === 'number') {
-      if (given === '' ) continue
-      const integer = (field as z.ZodType)._zod.bag?.format === 'safeint'
+    if (kind === 'number' || kind === 'integer') {
+      if (given === '') continue
+      const integer = kind === 'integer'
       if (!(integer ? INTEGER_TEXT : NUMBER_TEXT).test(given)) {
         problems.push({ pointer: `/${name}`, message: `query parameter ${name} must be ${integer ? 'an integer' : 'a number'}, not ${JSON.stringify(given)}` })
         continue
