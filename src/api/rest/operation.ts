@@ -9,6 +9,7 @@ import {
 } from '../../engine/index.js'
 import { httpCredentialsOf } from '../credentials.js'
 import { bodyErrorOf, errorBody, httpStatusOf } from './errors.js'
+import { bodyOf } from './request.js'
 import { parseQuery } from './routes/request-schemas.js'
 
 /** What the REST door keeps per request. */
@@ -54,6 +55,15 @@ export interface RestRoute<Q = Record<string, unknown>, B = unknown> {
   namespaceOf?(ctx: RestContext): string | undefined
   /** runs the engine call; the returned value is the body (typed against `responses`) */
   handle(principal: Principal | undefined, ctx: RestContext & { state: { query: Q } }, call: OperationCall): Promise<B>
+}
+
+/** The `{rufid}` path parameter, for the audit entry of a refused call. */
+export const rufidOfPath = (ctx: { params: Record<string, string> }): string | undefined => ctx.params.rufid
+
+/** The body's `rufid`, for the audit entry of a refused call. */
+export const rufidOfBody = (ctx: Pick<RestContext, 'request'>): string | undefined => {
+  const rufid = bodyOf(ctx).rufid
+  return typeof rufid === 'string' ? rufid : undefined
 }
 
 /** Error statuses any route may answer: an internal fault, or a node that is draining or overloaded. */

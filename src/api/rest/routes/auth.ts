@@ -1,5 +1,5 @@
 import { mintRequestSchema, type Engine } from '../../../engine/index.js'
-import { BODY_ERRORS, CALLER_ERRORS, defineRoute, EXECUTION_ERRORS, FUNCTION_ERRORS, type RestRoute } from '../operation.js'
+import { BODY_ERRORS, CALLER_ERRORS, defineRoute, EXECUTION_ERRORS, rufidOfBody, FUNCTION_ERRORS, type RestRoute } from '../operation.js'
 import { executionBody } from '../presenters.js'
 import { bodyOf } from '../request.js'
 import { auditQuerySchema, nativeExecuteRequestSchema } from './request-schemas.js'
@@ -61,10 +61,7 @@ export function authRoutes(engine: Engine, init: { maxExpiresDays: number }): Re
       request: nativeExecuteRequestSchema,
       responses: { 200: nativeExecutionSchema },
       errors: [...CALLER_ERRORS, ...BODY_ERRORS, ...FUNCTION_ERRORS, ...EXECUTION_ERRORS],
-      rufidOf: (ctx) => {
-        const rufid = bodyOf(ctx).rufid
-        return typeof rufid === 'string' ? rufid : undefined
-      },
+      rufidOf: rufidOfBody,
       namespaceOf: (ctx) => {
         const namespace = bodyOf(ctx).namespace
         return typeof namespace === 'string' && namespace !== '' ? namespace : undefined

@@ -1,5 +1,5 @@
 import { BranchService, createInputSchema, fullRufidOf, requirePermission, type Engine } from '../../../engine/index.js'
-import { BODY_ERRORS, CALLER_ERRORS, defineRoute, EXECUTION_ERRORS, FUNCTION_ERRORS, type RestRoute } from '../operation.js'
+import { BODY_ERRORS, CALLER_ERRORS, defineRoute, rufidOfPath, EXECUTION_ERRORS, FUNCTION_ERRORS, type RestRoute } from '../operation.js'
 import { branchHeadBody, deploymentBody, executionBody, exportBody } from '../presenters.js'
 import { bodyOf } from '../request.js'
 import {
@@ -7,7 +7,6 @@ import {
 } from './request-schemas.js'
 import { branchListSchema, deploymentSchema, exportSchema, invocationSchema, versionLedgerSchema } from './response-schemas.js'
 
-const rufidOfPath = (ctx: { params: Record<string, string> }): string | undefined => ctx.params.rufid
 
 /**
  * Branch-scoped deploy and invoke (service-spec §4.8, decisions.md "Branches"), the version ledger

@@ -1,6 +1,6 @@
 import { SvcError } from '../../../core/errors.js'
 import { requirePermission, type Engine, type FederationPort } from '../../../engine/index.js'
-import { BODY_ERRORS, CALLER_ERRORS, defineRoute, type RestRoute } from '../operation.js'
+import { BODY_ERRORS, CALLER_ERRORS, defineRoute, rufidOfPath, type RestRoute } from '../operation.js'
 import { bodyOf } from '../request.js'
 import { registrationRequestSchema, syncRequestSchema } from './request-schemas.js'
 import {
@@ -50,7 +50,7 @@ export function federationRoutes(engine: Engine): RestRoute<never, unknown>[] {
       summary: 'Nodes that provide a RUFID (DHT and catalog)',
       responses: { 200: discoverySchema },
       errors: [...CALLER_ERRORS, 400, 404, 502],
-      rufidOf: (ctx) => ctx.params.rufid,
+      rufidOf: rufidOfPath,
       async handle(principal, ctx) {
         requirePermission(principal!, 'rufid.read')
         return federationOf(engine).discover(principal!, ctx.params.rufid!)

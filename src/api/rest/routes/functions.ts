@@ -1,5 +1,5 @@
 import { createInputSchema, fullRufidOf, type Engine } from '../../../engine/index.js'
-import { BODY_ERRORS, CALLER_ERRORS, defineRoute, EXECUTION_ERRORS, FUNCTION_ERRORS, type RestRoute } from '../operation.js'
+import { BODY_ERRORS, CALLER_ERRORS, defineRoute, rufidOfBody, rufidOfPath, EXECUTION_ERRORS, FUNCTION_ERRORS, type RestRoute } from '../operation.js'
 import { creationBody, executionBody, metadataBody, resolutionBody } from '../presenters.js'
 import { bodyOf } from '../request.js'
 import { executeRequestSchema, listQuerySchema, parseRequest, resolveRequestSchema, rufidParamSchema, versionQuerySchema } from './request-schemas.js'
@@ -8,11 +8,6 @@ import {
 } from './response-schemas.js'
 
 const rufidParam = { rufid: rufidParamSchema }
-const rufidOfPath = (ctx: { params: Record<string, string> }): string | undefined => ctx.params.rufid
-const rufidOfBody = (ctx: { request: unknown }): string | undefined => {
-  const rufid = (ctx.request as { body?: { rufid?: unknown } }).body?.rufid
-  return typeof rufid === 'string' ? rufid : undefined
-}
 
 /** The core group, service-spec §4.1, plus listing, metadata and deletion (§4.7 left them open). */
 export function functionRoutes(engine: Engine, init: { maxSourceBytes: number }): RestRoute<never, unknown>[] {

@@ -1,11 +1,10 @@
 import { publishInputSchema, type Engine } from '../../../engine/index.js'
-import { BODY_ERRORS, CALLER_ERRORS, defineRoute, FUNCTION_ERRORS, type RestRoute } from '../operation.js'
+import { BODY_ERRORS, CALLER_ERRORS, defineRoute, rufidOfPath, FUNCTION_ERRORS, type RestRoute } from '../operation.js'
 import { metadataBody } from '../presenters.js'
 import { bodyOf } from '../request.js'
 import { rufidParamSchema, searchQuerySchema, telemetryQuerySchema } from './request-schemas.js'
 import { executionAcceptedSchema, publicationSchema, searchSchema, telemetrySchema } from './response-schemas.js'
 
-const rufidOfPath = (ctx: { params: Record<string, string> }): string | undefined => ctx.params.rufid
 
 /** The `/v1` group (service-spec §4.2 with the field names of decisions.md). */
 export function v1Routes(engine: Engine): RestRoute<never, unknown>[] {
