@@ -100,6 +100,13 @@ describe('REST answers match /openapi.json (a real daemon)', () => {
     })
     doc = (await (await fetch(`${d.url}/openapi.json`)).json()) as Document
   })
+
+  it('declares the execution record\'s tenant as a deprecated alias of tenant_id', () => {
+    const record = doc.paths['/v1/executions/{id}']!.get!.responses['200']!.content!['application/json']!.schema as { properties: Record<string, { deprecated?: boolean }>; required: string[] }
+    expect(record.properties.tenant!.deprecated).toBe(true)
+    expect(record.properties.tenant_id!.deprecated).toBeUndefined()
+    expect(record.required).toEqual(expect.arrayContaining(['tenant_id', 'tenant', 'rufid_short', 'full_rufid']))
+  })
   afterAll(async () => {
     await d?.stop()
     if (root) removeDir(root)
