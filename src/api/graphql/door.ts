@@ -40,7 +40,7 @@ export function createGraphqlDoor({ engine, logger }: GraphqlDoorComponents): Gr
     credentialsOf: (credentials) => credentials,
     ipOf: (credentials) => credentials.ip,
     statusOf: (error) => (error === undefined ? 'success' : 'error'),
-  }, { access: engine.access, metrics: engine.metrics, logger })
+  }, { engine, logger })
   const names = new Map<string, { name: string }>()
   const nameOf = (name: string): { name: string } => {
     let op = names.get(name)

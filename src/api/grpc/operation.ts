@@ -28,7 +28,7 @@ export function createGrpcDoor(components: GrpcDoorComponents): GrpcDoor {
     credentialsOf,
     ipOf: (call) => ipOfPeer(call.getPeer()),
     statusOf: (error?: SvcError) => statusName(error === undefined ? status.OK : grpcStatusOf(error)),
-  }, { access: components.engine.access, metrics: components.engine.metrics, logger: components.logger })
+  }, components)
   return { ...components, envelope }
 }
 

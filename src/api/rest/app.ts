@@ -67,7 +67,7 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
   const { engine, logger } = components
   const app = new Koa<RestState>({ proxy: false })
   app.silent = true
-  const envelope = createRestEnvelope({ bodyLimitBytes: init.bodyLimitBytes }, { access: engine.access, metrics: engine.metrics, logger })
+  const envelope = createRestEnvelope({ bodyLimitBytes: init.bodyLimitBytes }, { engine, logger })
 
   app.use(async (ctx, next) => {
     // while draining, each response closes its connection so shutdown need not wait for keep-alive

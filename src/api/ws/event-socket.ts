@@ -131,7 +131,7 @@ export function attachEventSocket(
     credentialsOf: (credentials) => credentials,
     ipOf: (credentials) => credentials.ip,
     statusOf: (error) => (error === undefined ? 'success' : 'error'),
-  }, { access: engine.access, metrics: engine.metrics, logger })
+  }, { engine, logger })
   /** Records a transport refusal that is not an engine operation (metered only). */
   const meterRefusal = (operation: typeof EVENT_SOCKET_OPERATIONS.messageRate | typeof EVENT_SOCKET_OPERATIONS.deliver, ip: string, error: SvcError): void => {
     envelope.finish(envelope.open(operation, ip), error)

@@ -92,8 +92,8 @@ export interface EnvelopeLogger {
 }
 
 export interface EnvelopeComponents {
-  access: AccessGate
-  metrics: SvcMetrics
+  /** the engine's access gate (admission, audit) and metrics: only the envelope touches them */
+  engine: { readonly access: AccessGate; readonly metrics: SvcMetrics }
   logger: EnvelopeLogger
 }
 
@@ -136,8 +136,8 @@ export class OperationEnvelope<I> {
 
   constructor(private readonly profile: DoorProfile<I>, components: EnvelopeComponents) {
     this.protocol = profile.protocol
-    this.gate = components.access
-    this.metrics = components.metrics
+    this.gate = components.engine.access
+    this.metrics = components.engine.metrics
     this.logger = components.logger
   }
 
