@@ -38,10 +38,19 @@ export default tseslint.config(
   },
   ...adapters.map((name) => ({
     files: [`src/api/${name}/**`],
-    rules: restrict(
-      [[...adapters.filter((a) => a !== name).map((a) => `**/api/${a}/**`), '**/daemon/**', '**/cli/**', '**/federation/**']],
-      'adapters never import each other, the daemon, the cli or federation',
-    ),
+    rules: {
+      ...restrict(
+        [[...adapters.filter((a) => a !== name).map((a) => `**/api/${a}/**`), '**/daemon/**', '**/cli/**', '**/federation/**']],
+        'adapters never import each other, the daemon, the cli or federation',
+      ),
+      // admission, audit and the protocol metrics belong to the operation envelope
+      // (src/engine/operations/envelope.ts): a door that reached them itself could skip a step
+      'no-restricted-syntax': ['error',
+        { selector: "MemberExpression[property.name='access'][object.name='engine']", message: 'admit and audit through the operation envelope, not engine.access' },
+        { selector: "MemberExpression[property.name='access'][object.property.name='engine']", message: 'admit and audit through the operation envelope, not engine.access' },
+        { selector: "MemberExpression[property.name=/^protocol(Requests|RequestDuration|Errors)$/]", message: 'svc_protocol_* metrics are recorded by the operation envelope' },
+      ],
+    },
   })),
   {
     files: ['src/client/**'],

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything svc-node needs on a fresh machine: the npm packages pinned in
 # package-lock.json (isolated-vm compiles from source: 2-4 minutes), the compiled daemon,
-# and pytest for the Python client's tests. Safe to run again.
+# the Python packages the tests use (pytest, grpcio-tools, cryptography, openapi-spec-validator),
+# grpcurl and Chromium for the console's browser tests. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +31,11 @@ fi
 if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import cryptography.x509' >/dev/null 2>&1; then
   echo "svc-node setup: installing cryptography (the Python client's svc[verify] extra) for the receipt tests…"
   python3 -m pip install --quiet cryptography==48.0.0
+fi
+# the OpenAPI document is checked by a validator outside JavaScript (test/e2e/openapi.test.ts)
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import openapi_spec_validator' >/dev/null 2>&1; then
+  echo "svc-node setup: installing openapi-spec-validator for the OpenAPI document's test…"
+  python3 -m pip install --quiet 'openapi-spec-validator==0.9.0'
 fi
 if command -v go >/dev/null 2>&1; then
   echo "svc-node setup: grpcurl (a real external gRPC client for the tests) into .tools/bin…"

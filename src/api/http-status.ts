@@ -1,8 +1,9 @@
-import type { ErrorName, SvcError } from '../core/errors.js'
+import { SvcError, toSvcError, type ErrorName } from '../core/errors.js'
 
 /**
- * The HTTP status of each svc error code (decisions.md "Errors"), shared by the two doors that
- * answer over HTTP: REST and GraphQL. gRPC maps codes in its own `api/grpc/errors.ts`.
+ * The HTTP status of each svc error code (decisions.md "Errors"): the one table of the HTTP family
+ * of doors — REST, GraphQL over HTTP (and graphql-ws close codes derived from it), and the `/ws`
+ * upgrade's refusals. gRPC maps codes in its own `api/grpc/errors.ts`.
  */
 const STATUS: Record<ErrorName, number> = {
   INVALID_RUFID: 400,
@@ -24,4 +25,33 @@ export function httpStatusOf(err: SvcError): number {
   if (err.reason === 'payload_too_large') return 413
   if (err.reason === 'unprocessable') return 422
   return STATUS[err.name]
+}
+
+/**
+ * What a JSON body parser (co-body, via @koa/bodyparser) threw, as an svc error: 413 over the size
+ * limit (1006, `payload_too_large`), 400 for malformed JSON (1006); anything else an internal fault.
+ */
+export function bodyErrorOf(err: unknown): SvcError {
+  if (err instanceof SvcError) return err
+  const e = err as { status?: number; type?: string; expose?: boolean; message?: string } | null
+  if (e && typeof e === 'object' && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+    if (e.status === 413) {
+      return new SvcError('VALIDATION_FAILED', 'request body exceeds the size limit', {
+        reason: 'payload_too_large', details: { limit: 'see server.body_limit_bytes' },
+      })
+    }
+    return new SvcError('VALIDATION_FAILED', e.expose && e.message ? e.message : 'malformed request', {
+      details: e.type ? { type: e.type } : {},
+    })
+  }
+  return toSvcError(err)
+}
+
+/** The REST error body, `{"error": {code, name, message, details}}` (decisions.md "Errors"). */
+export interface ErrorBody {
+  error: { code: number; name: string; message: string; details: Record<string, unknown> }
+}
+
+export function errorBody(err: SvcError): ErrorBody {
+  return { error: err.toJSON() }
 }

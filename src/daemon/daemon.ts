@@ -108,6 +108,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     maxCost: config.graphql.max_cost,
     maxDocumentBytes: config.graphql.max_document_bytes,
     introspection: config.graphql.introspection,
+    bodyLimitBytes: config.server.body_limit_bytes,
   }
   const graphqlLogger = logger.child({ component: 'graphql' })
   const graphql = createGraphqlMiddleware(graphqlInit, { engine, logger: graphqlLogger })

@@ -32,6 +32,27 @@ export interface SystemEvent {
   data: Record<string, unknown>
 }
 
+/** A subscription's filter: one hash, optionally one version of it (a full RUFID pins the version). */
+export interface SubscriptionTarget {
+  short: string
+  version?: number
+}
+
+/**
+ * Whether an execution event belongs to a subscription of `tenant` (undefined `target`: every
+ * function of the tenant). The one rule every subscription channel applies (GraphQL, gRPC, /ws).
+ */
+export function executionEventMatches(event: ExecutionEvent, tenant: string, target: SubscriptionTarget | undefined): boolean {
+  if (event.tenant_id !== tenant) return false
+  if (target === undefined) return true
+  return event.rufid_short === target.short && (target.version === undefined || event.version === `v${target.version}`)
+}
+
+/** Whether a system event reaches a subscriber of `tenant`: its tenant's events and node-wide ones. */
+export function systemEventVisibleTo(event: SystemEvent, tenant: string): boolean {
+  return event.tenant_id === null || event.tenant_id === tenant
+}
+
 interface EventMap {
   execution: [ExecutionEvent]
   system: [SystemEvent]

@@ -4,7 +4,7 @@ export * from './events.js'
 export * from './metrics.js'
 export * from './authz.js'
 export { CatalogStore, createCatalogStore, DATA_FORMAT_VERSION, type LevelDatabase } from './storage/catalog-store.js'
-export { FunctionRegistry, fullRufidOf, type CreateResult, type Resolution, type FunctionTarget, type ListQuery } from './registry/function-registry.js'
+export { FunctionRegistry, fullRufidOf, MAX_LIST_PAGE, type CreateResult, type Resolution, type FunctionTarget, type ListQuery } from './registry/function-registry.js'
 export { ExecutionService, type LimitValues, type SandboxPort } from './executions/execution-service.js'
 export { importStatement, pythonImportStatement } from './registry/import-statement.js'
 export type { Authenticator, CredentialInput } from './auth/authenticator.js'
@@ -13,11 +13,12 @@ export { AccessGate, type OperationOutcome } from './auth/access-gate.js'
 export { ApiKeyService, createMemoryKeyStorage, unauthenticated, type ApiKeyRecord, type MintedKey, type ApiKeyStorage } from './auth/api-keys.js'
 export { createLevelKeyStorage } from './auth/level-key-storage.js'
 export { permissionsOf, ROLES, SCOPES, type Role } from './auth/permissions.js'
-export { AuditLog, type AuditEntry, type AuditQuery } from './audit/audit-log.js'
+export { AuditLog, MAX_AUDIT_PAGE, type AuditEntry, type AuditQuery } from './audit/audit-log.js'
 export type { NativeExecuteRequest, NativeExecuteResult } from './executions/native-execution.js'
 export {
   DEFAULT_MAX_INDEXED_FUNCTIONS, Marketplace, type Listing, type MarketplaceInit, type MarketplaceQuery, type MarketplaceResult, type MarketplaceStats,
 } from './search/marketplace.js'
+export { MAX_SEARCH_PAGE } from './search/analysis.js'
 export { parseWindow, percentile, type FunctionTelemetry } from './telemetry/telemetry.js'
 export { MAX_TELEMETRY_BUCKETS, type TelemetrySeries, type TelemetryBucket } from './telemetry/telemetry-series.js'
 export { publishFunction, languageOfRuntime } from './registry/publish.js'
@@ -28,3 +29,8 @@ export * from './manifests/index.js'
 export * from './branches/index.js'
 export { type CreateOptions, type Lineage } from './registry/function-registry.js'
 export * from './replication/index.js'
+export {
+  createOperationEnvelope, enveloped, envelopedOperationOf, isEnveloped, OperationEnvelope, publicErrorOf,
+  type CallerOperation, type DoorProfile, type EnvelopeComponents, type EnvelopeLogger, type Operation, type OperationCall,
+  type OperationName, type PublicOperation,
+} from './operations/envelope.js'

@@ -80,7 +80,12 @@ describe('gRPC door with grpcurl', () => {
   it('CreateRUFID → ResolveRUFID → ExecuteFunction (add(2, 3) = 5)', async () => {
     const created = await grpcurl(['-plaintext', ...auth(), '-d', JSON.stringify(addJs), address, 'svc.v1.SvcProtocolService/CreateRUFID'])
     expect(created.code, created.stderr).toBe(0)
-    expect(JSON.parse(created.stdout)).toMatchObject({ rufid: `rufid:${rufidShort}:v1:acme`, rufid_short: rufidShort, version: 'v1', created: true })
+    expect(JSON.parse(created.stdout)).toMatchObject({ rufid: `rufid:${rufidShort}:v1:acme`, rufid_short: rufidShort, full_rufid: `rufid:${rufidShort}:v1:acme`, version: 'v1', created: true })
+    // a repeat create of identical content: grpcurl (no -emit-defaults) prints `created: false`
+    // only because the field has explicit presence (proto3 drops an implicit false)
+    const repeat = await grpcurl(['-plaintext', ...auth(), '-d', JSON.stringify(addJs), address, 'svc.v1.SvcProtocolService/CreateRUFID'])
+    expect(repeat.code, repeat.stderr).toBe(0)
+    expect(JSON.parse(repeat.stdout)).toMatchObject({ rufid: `rufid:${rufidShort}:v1:acme`, created: false })
 
     const resolved = await grpcurl(['-plaintext', ...auth(), '-d', JSON.stringify({ rufid: rufidShort, version: 'v1' }), address, 'svc.v1.SvcProtocolService/ResolveRUFID'])
     expect(resolved.code, resolved.stderr).toBe(0)
@@ -89,7 +94,7 @@ describe('gRPC door with grpcurl', () => {
     const body = JSON.stringify({ rufid: rufidShort, arguments_json: JSON.stringify({ a: 2, b: 3 }) })
     const run = await grpcurl(['-plaintext', ...auth(), '-d', body, address, 'svc.v1.SvcProtocolService/ExecuteFunction'])
     expect(run.code, run.stderr).toBe(0)
-    expect(JSON.parse(run.stdout)).toMatchObject({ result_json: '5', status: 'success' })
+    expect(JSON.parse(run.stdout)).toMatchObject({ result_json: '5', status: 'success', rufid_short: rufidShort, full_rufid: `rufid:${rufidShort}:v1:acme` })
   })
 
   it('errors carry the gRPC status and the svc-error-* trailers', async () => {

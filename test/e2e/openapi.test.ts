@@ -1,4 +1,5 @@
 // /openapi.json describes the whole REST surface with the schemas that validate requests.
+import { spawnSync } from 'node:child_process'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -66,12 +67,47 @@ describe('GET /openapi.json', () => {
     for (const r of BESIDE_THE_ROUTER) expect(described).toContain(r)
   })
 
+  it('is valid for a Python OpenAPI validator, and every pattern compiles in Python (no \\p{…})', async () => {
+    const text = JSON.stringify(doc)
+    expect(text).not.toMatch(/\\\\[pP]\{/)
+    // openapi-spec-validator (installed by scripts/setup.sh) checks the document against the
+    // OpenAPI 3.1 schema; then every `pattern` must compile with Python's `re`
+    const script = [
+      'import json, re, sys',
+      'from openapi_spec_validator import validate',
+      'doc = json.load(sys.stdin)',
+      'validate(doc)',
+      'patterns = []',
+      'def walk(node):',
+      '    if isinstance(node, dict):',
+      '        for key, value in node.items():',
+      '            if key == "pattern" and isinstance(value, str):',
+      '                re.compile(value)',
+      '                patterns.append(value)',
+      '            walk(value)',
+      '    elif isinstance(node, list):',
+      '        for value in node:',
+      '            walk(value)',
+      'walk(doc)',
+      'print(json.dumps({"valid": True, "patterns": len(patterns)}))',
+    ].join('\n')
+    const run = spawnSync('python3', ['-c', script], { input: text, encoding: 'utf8', timeout: 110_000 })
+    expect(run.error, 'python3 must be installed').toBeUndefined()
+    expect(run.status, `openapi-spec-validator (pip install openapi-spec-validator; scripts/setup.sh installs it):\n${run.stderr}`).toBe(0)
+    const result = JSON.parse(run.stdout) as { valid: boolean; patterns: number }
+    expect(result.valid).toBe(true)
+    // the RUFID, version, branch, function name, tag, key name and runtime rules at least
+    expect(result.patterns).toBeGreaterThan(10)
+  }, 120_000)
+
   it('accepts and refuses create bodies exactly as the server does', async () => {
     const validate = validator('/api/v1/functions/create')
     const bodies: unknown[] = [
       { function_name: 'f1', signature: '()', language: 'javascript', source_code: 'function f1() { return 1 }' },
       { function_name: 'f2', signature: '()', language: 'javascript', source_code: 'function f2() {}', tags: ['a', 'b'], limits: { timeout_ms: 100 } },
       { function_name: '1bad', signature: '()', language: 'javascript', source_code: 'x' },
+      // a Unicode letter: the server's rule (\p{L}) and the document's portable pattern both accept it
+      { function_name: 'café', signature: '()', language: 'javascript', source_code: 'function café() { return 1 }' },
       { function_name: 'f3', signature: '()', language: 'javascript', source_code: '' },
       { function_name: 'f4', signature: '()', language: 7, source_code: 'x' },
       { function_name: 'f5', signature: '()', language: 'js', source_code: 'x', tags: 'not-a-list' },

@@ -32,7 +32,7 @@ describe('/v1 group', () => {
       description: 'multiplies', tags: ['math', 'demo'],
     })
     expect(pub.status).toBe(201)
-    expect(Object.keys(pub.body).sort()).toEqual(['import_statement', 'rufid', 'rufid_short', 'share_url', 'version'])
+    expect(Object.keys(pub.body).sort()).toEqual(['full_rufid', 'import_statement', 'rufid', 'rufid_short', 'share_url', 'version'])
     expect(pub.body.version).toBe('v1')
     const meta = await call(api(`/api/v1/functions/${pub.body.rufid_short as string}`), 'GET')
     expect(meta.body).toMatchObject({ signature: '(x, factor)', language: 'javascript' })
@@ -41,7 +41,8 @@ describe('/v1 group', () => {
     expect(started.status).toBe(202)
     expect(started.body.status).toBe('queued')
     const record = await waitFor(started.body.execution_id as string)
-    expect(record).toMatchObject({ status: 'success', result: 42, version: 'v1', tenant: 'default' })
+    // tenant_id, and `tenant` kept one release as its deprecated alias
+    expect(record).toMatchObject({ status: 'success', result: 42, version: 'v1', tenant_id: 'default', tenant: 'default', rufid_short: pub.body.rufid_short, full_rufid: pub.body.rufid })
     for (const field of ['started_at', 'finished_at', 'execution_time_ms', 'cpu_time_ms', 'memory_bytes']) expect(record[field], field).toBeDefined()
     const logs = await call<{ logs: Array<{ message: string }> }>(api(`/v1/executions/${started.body.execution_id as string}/logs`), 'GET')
     expect(logs.body.logs.map((l) => l.message)).toEqual(['scaling 21'])

@@ -11,15 +11,17 @@ import { httpStatusOf } from '../http-status.js'
 /** HTTP status of a request the GraphQL door refuses before executing it (shared with REST). */
 export { httpStatusOf }
 
+/** HTTP statuses a graphql-ws close code carries as 4000 + status (graphql-ws's own convention). */
+const CLOSE_STATUSES = new Set([400, 401, 403, 429])
+
 /**
- * Close code of a graphql-ws connection refused at `connection_init`: 4401 (no or invalid
- * credentials; graphql-ws clients do not retry it), 4403 (denied), 4429 (rate limited), 4500.
+ * Close code of a graphql-ws connection refused at `connection_init`, from the HTTP family's one
+ * table: 4401 (no or invalid credentials; graphql-ws clients do not retry it), 4403 (denied),
+ * 4429 (rate limited), 4400 (malformed), else 4500.
  */
 export function wsCloseCodeOf(err: SvcError): number {
-  if (err.code === 1003) return err.reason === 'unauthenticated' ? 4401 : 4403
-  if (err.code === 1005) return 4429
-  if (err.code === 1006) return 4400
-  return 4500
+  const status = httpStatusOf(err)
+  return CLOSE_STATUSES.has(status) ? 4000 + status : 4500
 }
 
 /** A close reason of at most 123 bytes, e.g. `1003 PERMISSION_DENIED: credentials required`. */

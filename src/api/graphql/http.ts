@@ -1,21 +1,21 @@
 import type { ServerResponse } from 'node:http'
-import type { TLSSocket } from 'node:tls'
+import { bodyParser } from '@koa/bodyparser'
 import type { GraphQLError } from 'graphql/index.js'
 import { getGraphQLParameters, processRequest, type HelixRequest } from './helix.js'
 import type Koa from 'koa'
 import type { Logger } from 'pino'
 import { SvcError, validationFailed } from '../../core/errors.js'
-import type { CredentialInput, Engine, Principal } from '../../engine/index.js'
+import type { Principal } from '../../engine/index.js'
+import { httpCredentialsOf } from '../credentials.js'
+import { bodyErrorOf } from '../http-status.js'
+import { createGraphqlDoor, type GraphqlDoorComponents } from './door.js'
 import { formatError, formatResult, graphqlErrorOf, httpStatusOf, internalFaultsOf, svcErrorOf } from './errors.js'
 import { checkOperation, isIntrospectionOnly, parseOperation, type GraphqlInit, type ParsedOperation } from './limits.js'
-import { createGraphqlSchema, type GraphqlContext } from './schema.js'
+import type { GraphqlContext } from './schema.js'
 
 export type { GraphqlInit } from './limits.js'
 
-export interface GraphqlHttpComponents {
-  engine: Engine
-  logger: Logger
-}
+export type GraphqlHttpComponents = GraphqlDoorComponents
 
 /** The Koa middleware of the GraphQL door; `close()` ends the open SSE subscription streams. */
 export type GraphqlMiddleware = Koa.Middleware & { close(): Promise<void> }
@@ -26,47 +26,49 @@ export const GRAPHQL_PATH = '/graphql'
 const SSE_MAX_BUFFERED_BYTES = 1 << 20
 /** A comment line is sent this often on idle SSE streams so proxies keep them open. */
 const SSE_KEEPALIVE_MS = 15_000
+/** Request bodies above this are refused (413) unless `bodyLimitBytes` says otherwise. */
+const DEFAULT_BODY_LIMIT_BYTES = 1 << 20
+
+const noop = async (): Promise<void> => undefined
 
 /**
  * GraphQL over HTTP at `/graphql` (graphql-helix): `POST` with a JSON body `{query, variables,
- * operationName}` (the REST app's body parser has already read it) or `GET` with the same as query
- * parameters (queries only). Subscriptions stream as server-sent events when the request has
- * `Accept: text/event-stream` (frames `event: next` with `data: <result>`, then `event: complete`).
+ * operationName}` or `GET` with the same as query parameters (queries only). Subscriptions stream
+ * as server-sent events when the request has `Accept: text/event-stream` (frames `event: next`
+ * with `data: <result>`, then `event: complete`).
  *
- * Each request is authenticated once (`Authorization`, `X-Svc-Namespace`, a verified client
- * certificate). Refused requests answer `{errors: [...]}` with an HTTP status (401 without valid
- * credentials, 403, 429 with Retry-After, 400 malformed or over the depth/cost limits, 413 an
- * oversized document); errors of executed fields answer 200 with `errors` beside `data`. Every
- * error has `extensions: {code, name, details}`.
+ * The door reads its own body, so every answer is GraphQL-shaped: a malformed JSON body is 400
+ * `{errors: [{message, extensions: {code: 1006, name, details}}]}`, an oversized one 413. Each
+ * request is admitted once (`Authorization`, `X-Svc-Namespace`, a verified client certificate);
+ * each root field is one operation of the envelope (audited and metered). Refused requests answer
+ * `{errors: [...]}` with an HTTP status (401 without valid credentials, 403, 429 with
+ * Retry-After, 400 malformed or over the depth/cost limits, 413 an oversized document); errors of
+ * executed fields answer 200 with `errors` beside `data`.
  */
-export function createGraphqlMiddleware(init: GraphqlInit, components: GraphqlHttpComponents): GraphqlMiddleware {
-  const { engine } = components
+export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: number }, components: GraphqlHttpComponents): GraphqlMiddleware {
   const logger = components.logger.child({ component: 'graphql' })
-  const schema = createGraphqlSchema({ engine, logger })
+  const door = createGraphqlDoor({ engine: components.engine, logger })
+  const { schema } = door
   const streams = new Set<() => void>()
+  const parseBody = bodyParser({
+    enableTypes: ['json'],
+    jsonLimit: init.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    detectJSON: () => true,
+    jsonStrict: false,
+  }) as unknown as (ctx: Koa.Context, next: () => Promise<void>) => Promise<void>
 
   const middleware = async (ctx: Koa.Context, next: Koa.Next): Promise<void> => {
     if (ctx.path !== GRAPHQL_PATH) return next()
-    // the REST envelope around this middleware neither audits nor routes `system.*` requests
-    ctx.state.operation = 'system.graphql'
-    const startedAt = performance.now()
     const ip = ctx.ip
-    let label = 'graphql.request'
-    let errors: readonly GraphQLError[] = []
 
-    /** Answers a refused request: HTTP status, `{errors}`, and an audit entry per operation it asked for. */
+    /** Answers a refused request: HTTP status, `{errors}`, one audited call per operation it asked for. */
     const refuse = async (failure: SvcError | readonly GraphQLError[], parsed: ParsedOperation | undefined, principal?: Principal): Promise<void> => {
       const list = failure instanceof SvcError ? [graphqlErrorOf(failure)] : failure
-      const first = svcErrorOf(list[0])
-      errors = list
+      const first = await door.refuse(parsed, ip, principal, svcErrorOf(list[0]))
       ctx.status = httpStatusOf(first)
       if (first.reason === 'unauthenticated') ctx.set('WWW-Authenticate', 'Bearer')
       if (first.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(Math.ceil(first.retryAfterSeconds)))
       ctx.body = { errors: list.map(formatError) }
-      for (const operation of parsed?.auditOperations.length ? parsed.auditOperations : ['graphql.request']) {
-        await engine.access.audit({ operation, principal, ip, rufid: null, startedAt, error: first })
-          .catch((err: unknown) => logger.error({ err }, 'audit write failed'))
-      }
     }
 
     try {
@@ -75,6 +77,11 @@ export function createGraphqlMiddleware(init: GraphqlInit, components: GraphqlHt
         await refuse(validationFailed('GraphQL is served over GET and POST'), undefined)
         ctx.status = 405
         return
+      }
+      try {
+        await parseBody(ctx, noop)
+      } catch (err) {
+        return await refuse(bodyErrorOf(err), undefined)
       }
       const request: HelixRequest = {
         body: (ctx.request as { body?: unknown }).body,
@@ -88,19 +95,20 @@ export function createGraphqlMiddleware(init: GraphqlInit, components: GraphqlHt
       let malformed: SvcError | undefined
       try {
         parsed = parseOperation(params, init)
-        label = parsed.label
       } catch (err) {
         malformed = svcErrorOf(err)
       }
 
       let principal: Principal | undefined
+      const admission = door.envelope.open(ADMISSION, ip)
       try {
-        principal = await engine.access.admit(credentialsOf(ctx))
+        principal = await door.envelope.admit(admission, httpCredentialsOf(ctx.req, ip))
       } catch (err) {
         const refused = svcErrorOf(err)
         const publicIntrospection = refused.reason === 'unauthenticated' && init.introspection === 'public'
           && parsed !== undefined && isIntrospectionOnly(parsed)
-        if (!publicIntrospection) return await refuse(refused, parsed)
+        // a caller refused for its rate limits is known: the refusal is audited under its tenant
+        if (!publicIntrospection) return await refuse(refused, parsed, admission.principal)
       }
       if (malformed || !parsed) return await refuse(malformed ?? validationFailed('malformed GraphQL request'), parsed, principal)
 
@@ -133,18 +141,17 @@ export function createGraphqlMiddleware(init: GraphqlInit, components: GraphqlHt
         validate: () => [],
       })
 
-      if (isIntrospectionOnly(parsed)) {
-        await engine.access.audit({ operation: 'graphql.introspect', principal, ip, rufid: null, startedAt })
-          .catch((err: unknown) => logger.error({ err }, 'audit write failed'))
-      }
+      if (isIntrospectionOnly(parsed)) await door.record('graphql.introspect', ip, principal)
       if (result.type === 'RESPONSE') {
-        errors = result.payload.errors ?? []
+        const errors = result.payload.errors ?? []
         const faults = internalFaultsOf(errors)
         if (faults.length > 0) logger.error({ err: faults[0] }, 'GraphQL resolver failed')
-        // a request error (no `data`: e.g. variables that do not coerce) answers its own status
-        ctx.status = result.status === 200 && errors.length > 0 && result.payload.data === undefined
-          ? httpStatusOf(svcErrorOf(errors[0]))
-          : result.status
+        // a request error (no `data`: e.g. variables that do not coerce): no field ran, so the
+        // operations it asked for are refused here, and it answers its own status
+        if (errors.length > 0 && result.payload.data === undefined) {
+          return await refuse(errors, parsed, principal)
+        }
+        ctx.status = result.status
         ctx.type = 'application/json'
         ctx.body = formatResult(result.payload)
         return
@@ -158,16 +165,10 @@ export function createGraphqlMiddleware(init: GraphqlInit, components: GraphqlHt
       // @defer/@stream (multipart) does not exist in graphql 16
       await refuse(validationFailed('incremental delivery is not supported'), parsed, principal)
     } catch (err) {
-      const e = svcErrorOf(err)
-      if (e.code === 1009) logger.error({ err: e.cause ?? e }, 'GraphQL request failed')
-      errors = [graphqlErrorOf(e)]
+      // a failure of the door itself (not of an operation: those are answered above)
+      const e = door.envelope.finish(door.envelope.open(FAILED, ip), err)!
       ctx.status = httpStatusOf(e)
-      ctx.body = { errors: errors.map(formatError) }
-    } finally {
-      const failed = errors.length > 0 || ctx.status >= 400
-      engine.metrics.protocolRequests.inc({ protocol: 'graphql', operation: label, status: failed ? 'error' : 'success' })
-      engine.metrics.protocolRequestDuration.observe({ protocol: 'graphql', operation: label }, (performance.now() - startedAt) / 1000)
-      for (const e of errors) engine.metrics.protocolErrors.inc({ protocol: 'graphql', code: String(svcErrorOf(e).code) })
+      ctx.body = { errors: [formatError(graphqlErrorOf(e))] }
     }
   }
 
@@ -178,18 +179,9 @@ export function createGraphqlMiddleware(init: GraphqlInit, components: GraphqlHt
   })
 }
 
-function credentialsOf(ctx: Koa.Context): CredentialInput {
-  const socket = ctx.req.socket as Partial<TLSSocket>
-  const cert = socket.authorized && typeof socket.getPeerCertificate === 'function' ? socket.getPeerCertificate() : undefined
-  return {
-    authorization: ctx.get('authorization') || undefined,
-    namespace: ctx.get('x-svc-namespace') || undefined,
-    ip: ctx.ip,
-    clientCertificate: cert && cert.subject
-      ? { subject: Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join('\n'), fingerprint256: cert.fingerprint256 }
-      : undefined,
-  }
-}
+/** Admission of a request is not an operation itself (its fields are): never completed. */
+const ADMISSION = { name: 'graphql.admission', audited: false } as const
+const FAILED = { name: 'graphql.failed', audited: false } as const
 
 /**
  * Writes a subscription as server-sent events (the "distinct connections" mode of GraphQL over

@@ -5,6 +5,7 @@ import {
   type OperationDefinitionNode, type SelectionSetNode, type ValidationRule, type ValueNode,
 } from 'graphql/index.js'
 import { SvcError, validationFailed } from '../../core/errors.js'
+import { MAX_LIST_PAGE } from '../../engine/index.js'
 import { graphqlErrorOf } from './errors.js'
 import { OPERATIONS } from './schema.js'
 
@@ -38,8 +39,6 @@ export interface ParsedOperation {
 
 /** List size assumed for a list field when no `limit` argument above it says otherwise. */
 const DEFAULT_LIST_SIZE = 10
-/** The engine never returns a page longer than this (see FunctionRegistry.list). */
-const MAX_PAGE = 500
 /**
  * Cost of one introspection root field (`__schema`, `__type`): its answer is bounded by the schema
  * rather than by the query (graphql's MaxIntrospectionDepthRule bounds its nesting), so it is
@@ -247,7 +246,7 @@ function pageSize(field: FieldNode, defaultValue: unknown, variables: Record<str
   const arg = field.arguments?.find((a) => a.name.value === 'limit')
   const value = arg ? literalOf(arg.value, variables) : defaultValue
   const n = typeof value === 'number' && Number.isFinite(value) ? Math.trunc(value) : typeof defaultValue === 'number' ? defaultValue : DEFAULT_LIST_SIZE
-  return Math.min(MAX_PAGE, Math.max(1, n))
+  return Math.min(MAX_LIST_PAGE, Math.max(1, n))
 }
 
 function literalOf(node: ValueNode, variables: Record<string, unknown>): unknown {

@@ -2,12 +2,13 @@ import {
   buildSchema, GraphQLError, Kind, valueFromASTUntyped,
   type GraphQLFieldResolver, type GraphQLObjectType, type GraphQLScalarType, type GraphQLSchema, type ValueNode,
 } from 'graphql/index.js'
-import type { Logger } from 'pino'
+import { parseRufid } from '../../core/rufid.js'
 import {
-  fullRufidOf, requirePermission, unauthenticated,
-  type Engine, type ExecutionEvent, type ExecutionRecord, type FunctionTarget, type FunctionVersion, type Principal,
+  enveloped, executionEventMatches, fullRufidOf, requirePermission, systemEventVisibleTo, unauthenticated,
+  type CallerOperation, type ExecutionEvent, type ExecutionRecord, type FunctionVersion, type Principal,
   type Resolution, type SystemEvent,
 } from '../../engine/index.js'
+import type { GraphqlDoor } from './door.js'
 import { EventStream } from './event-stream.js'
 
 /**
@@ -71,6 +72,8 @@ type Function {
   importStatement: String!
   shareUrl: String!
   apiEndpoint: String!
+  """the full RUFID (always; \`rufid\` is too in this type)"""
+  fullRufid: String!
 }
 
 type FunctionMetrics {
@@ -97,6 +100,8 @@ type RUFIDResolution {
   """function.lock.json as the text it was published as (null when only the object was sent or it was generated)"""
   lockfileText: String
   function: Function!
+  """the full RUFID (always)"""
+  fullRufid: String!
 }
 
 type Pagination {
@@ -135,12 +140,19 @@ type ExecutionResult {
   """success for a successful run (failed runs are errors 1004/1007)"""
   status: String!
   executionId: String!
+  """the 12-character hash of the function that ran"""
+  shortRufid: String!
+  """the full RUFID of the version that ran"""
+  fullRufid: String!
 }
 
 type ExecutionEvent {
   executionId: String!
+  """the full RUFID of the version that ran"""
   rufid: String!
   shortRufid: String!
+  """the full RUFID (always)"""
+  fullRufid: String!
   version: String!
   tenantId: String!
   functionName: String!
@@ -156,7 +168,12 @@ type SystemEvent {
   type: String!
   """null for node-wide events"""
   tenantId: String
+  """the full RUFID the event is about (null when none)"""
   rufid: String
+  """its 12-character hash (null when none)"""
+  shortRufid: String
+  """the full RUFID (null when none)"""
+  fullRufid: String
   message: String!
   timestamp: DateTime!
   data: JSON!
@@ -170,10 +187,6 @@ export interface GraphqlContext {
   ip: string
 }
 
-export interface GraphqlComponents {
-  engine: Engine
-  logger: Logger
-}
 
 /** The audit (and metrics) operation name of each root field. */
 export const OPERATIONS: Readonly<Record<string, string>> = {
@@ -193,61 +206,60 @@ const SUBSCRIPTION_BUFFER = 256
 type Resolver = GraphQLFieldResolver<unknown, GraphqlContext, Record<string, unknown>>
 type FieldMap<TSource> = Record<string, (source: TSource, args: Record<string, unknown>, ctx: GraphqlContext) => unknown>
 
-/** Builds the schema with resolvers bound to one engine (one schema per door instance). */
-export function createGraphqlSchema({ engine, logger }: GraphqlComponents): GraphQLSchema {
+type Args = Record<string, unknown>
+
+/**
+ * Builds the schema with resolvers bound to one door: each root field is one operation of the
+ * operation envelope (audited and metered on its own, with the caller admitted once per request
+ * or per graphql-ws operation); the other fields only encode.
+ */
+export function createGraphqlSchema(door: Pick<GraphqlDoor, 'engine' | 'envelope'>): GraphQLSchema {
   const schema = buildSchema(SDL)
+  const { engine, envelope } = door
   const { functions, executions, events } = engine
 
-  /** Runs one audited operation of the caller: the audit entry is written before the answer leaves. */
-  async function operate<T>(
-    ctx: GraphqlContext,
-    operation: string,
-    rufid: unknown,
-    work: (p: Principal, nameRufid: (rufid: string) => void) => Promise<T>,
-  ): Promise<T> {
-    const startedAt = performance.now()
-    let error: unknown
-    let named: string | null = typeof rufid === 'string' ? rufid : null
-    try {
-      if (ctx.principal === undefined) throw unauthenticated('credentials required: Authorization: Bearer <token>')
-      return await work(ctx.principal, (r) => (named = r))
-    } catch (err) {
-      error = err
-      throw err
-    } finally {
-      await engine.access
-        .audit({ operation, principal: ctx.principal, ip: ctx.ip, rufid: named, startedAt, error })
-        .catch((err: unknown) => logger.error({ err }, 'audit write failed'))
-    }
-  }
+  /** A root field's resolver: its operation through the envelope, for the caller of the request. */
+  const rootField = <O>(operation: CallerOperation<Args, O>): ((source: unknown, args: Args, ctx: GraphqlContext) => Promise<O>) =>
+    enveloped((_source: unknown, args: Args, ctx: GraphqlContext): Promise<O> => {
+      if (ctx.principal === undefined) {
+        // only introspection runs without credentials; a field of ours refuses (audited)
+        const call = envelope.open(operation, ctx.ip)
+        return Promise.reject(envelope.finish(call, unauthenticated('credentials required: Authorization: Bearer <token>')))
+      }
+      return envelope.runAdmitted(operation, ctx.principal, ctx.ip, args)
+    }, operation)
 
-  const stringArg = (args: Record<string, unknown>, name: string): string | undefined =>
+  const stringArg = (args: Args, name: string): string | undefined =>
     typeof args[name] === 'string' ? (args[name] as string) : undefined
+  const rufidArg = (args: Args): string | undefined => stringArg(args, 'rufid')
 
   const query: FieldMap<unknown> = {
-    resolveRUFID: (_, args, ctx) =>
-      operate(ctx, OPERATIONS.resolveRUFID!, args.rufid, async (p) => functions.resolve(p, functions.target(p, args.rufid))),
-    listFunctions: (_, args, ctx) =>
-      operate(ctx, OPERATIONS.listFunctions!, null, async (p) => {
-        const tags = Array.isArray(args.tags) ? args.tags.filter((t): t is string => typeof t === 'string') : undefined
-        const page = await functions.list(p, {
-          search: stringArg(args, 'search'),
-          tags,
-          limit: typeof args.limit === 'number' ? args.limit : undefined,
-          offset: typeof args.offset === 'number' ? args.offset : undefined,
-        })
-        return page
+    resolveRUFID: rootField({
+      name: OPERATIONS.resolveRUFID!, rufidOf: rufidArg,
+      handle: (p, args) => functions.resolve(p, functions.target(p, args.rufid)),
+    }),
+    listFunctions: rootField({
+      name: OPERATIONS.listFunctions!,
+      handle: (p, args) => functions.list(p, {
+        search: stringArg(args, 'search'),
+        tags: Array.isArray(args.tags) ? args.tags.filter((t): t is string => typeof t === 'string') : undefined,
+        limit: typeof args.limit === 'number' ? args.limit : undefined,
+        offset: typeof args.offset === 'number' ? args.offset : undefined,
       }),
-    getFunctionMetrics: (_, args, ctx) =>
-      operate(ctx, OPERATIONS.getFunctionMetrics!, args.rufid, async (p) => {
+    }),
+    getFunctionMetrics: rootField({
+      name: OPERATIONS.getFunctionMetrics!, rufidOf: rufidArg,
+      async handle(p, args) {
         const { fn } = await functions.resolve(p, functions.target(p, args.rufid))
         return executions.usageOf(fn)
-      }),
+      },
+    }),
   }
 
   const mutation: FieldMap<unknown> = {
-    createFunction: (_, args, ctx) =>
-      operate(ctx, OPERATIONS.createFunction!, null, async (p, nameRufid) => {
+    createFunction: rootField({
+      name: OPERATIONS.createFunction!,
+      async handle(p, args, call) {
         const input = (args.input ?? {}) as Record<string, unknown>
         const result = await functions.create(p, dropUndefined({
           function_name: input.functionName,
@@ -261,47 +273,56 @@ export function createGraphqlSchema({ engine, logger }: GraphqlComponents): Grap
           manifest_text: input.manifestText ?? undefined,
           lockfile_text: input.lockfileText ?? undefined,
         }))
-        nameRufid(result.rufid)
+        call.rufid = result.rufid
         return result.fn
-      }),
-    executeFunction: (_, args, ctx) =>
-      operate(ctx, OPERATIONS.executeFunction!, args.rufid, async (p) =>
-        executions.execute(p, functions.target(p, args.rufid), args.args)),
-    deleteFunction: (_, args, ctx) =>
-      operate(ctx, OPERATIONS.deleteFunction!, args.rufid, async (p) =>
-        (await functions.delete(p, functions.target(p, args.rufid))).length > 0),
+      },
+    }),
+    executeFunction: rootField({
+      name: OPERATIONS.executeFunction!, rufidOf: rufidArg,
+      handle: (p, args) => executions.execute(p, functions.target(p, args.rufid), args.args),
+    }),
+    deleteFunction: rootField({
+      name: OPERATIONS.deleteFunction!, rufidOf: rufidArg,
+      handle: async (p, args) => (await functions.delete(p, functions.target(p, args.rufid))).length > 0,
+    }),
   }
 
   const subscription: Record<string, { subscribe: Resolver; resolve: Resolver }> = {
     functionExecutions: {
-      subscribe: (_, args, ctx) =>
-        operate(ctx, OPERATIONS.functionExecutions!, args.rufid ?? null, async (p) => {
+      subscribe: rootField({
+        name: OPERATIONS.functionExecutions!, rufidOf: rufidArg,
+        async handle(p, args) {
           requirePermission(p, 'rufid.read')
           const target = args.rufid === undefined || args.rufid === null ? undefined : functions.target(p, args.rufid)
+          const tenant = p.tenant_id
           return EventStream.from<ExecutionEvent>((push) => {
             const listener = (e: ExecutionEvent): void => {
-              if (e.tenant_id === p.tenant_id && matchesTarget(e, target)) push(e)
+              if (executionEventMatches(e, tenant, target)) push(e)
             }
             events.on('execution', listener)
             return () => events.off('execution', listener)
           }, SUBSCRIPTION_BUFFER)
-        }),
+        },
+      }) as Resolver,
       resolve: (event) => event,
     },
     systemEvents: {
-      subscribe: (_, _args, ctx) =>
-        operate(ctx, OPERATIONS.systemEvents!, null, async (p) => {
+      subscribe: rootField({
+        name: OPERATIONS.systemEvents!,
+        async handle(p) {
           requirePermission(p, 'rufid.read')
+          const tenant = p.tenant_id
           return EventStream.from<SystemEvent>((push) => {
             const listener = (e: SystemEvent): void => {
-              if (e.tenant_id === null || e.tenant_id === p.tenant_id) push(e)
+              if (systemEventVisibleTo(e, tenant)) push(e)
             }
             // the node's lifecycle event (node.started, or node.stopping while it drains) comes first
             if (events.lifecycle) push(events.lifecycle)
             events.on('system', listener)
             return () => events.off('system', listener)
           }, SUBSCRIPTION_BUFFER)
-        }),
+        },
+      }) as Resolver,
       resolve: (event) => event,
     },
   }
@@ -324,6 +345,7 @@ export function createGraphqlSchema({ engine, logger }: GraphqlComponents): Grap
     importStatement: (f) => functions.describeCreation(f, false).import_statement,
     shareUrl: (f) => functions.describeCreation(f, false).share_url,
     apiEndpoint: (f) => functions.describeCreation(f, false).api_endpoint,
+    fullRufid: (f) => fullRufidOf(f),
   }
 
   const metrics: FieldMap<{ usage_count: number; avg_execution_time_ms: number; success_rate: number }> = {
@@ -346,6 +368,7 @@ export function createGraphqlSchema({ engine, logger }: GraphqlComponents): Grap
     manifestText: (r) => r.fn.manifest_text ?? null,
     lockfileText: (r) => r.fn.lockfile_text ?? null,
     function: (r) => r.fn,
+    fullRufid: (r) => fullRufidOf(r.fn),
   }
 
   const pagination: FieldMap<{ total: number; limit: number; offset: number; next_offset: number | null }> = {
@@ -360,12 +383,15 @@ export function createGraphqlSchema({ engine, logger }: GraphqlComponents): Grap
     executionTimeMs: (r) => r.execution_time_ms ?? 0,
     status: (r) => r.status,
     executionId: (r) => r.execution_id,
+    shortRufid: (r) => r.rufid_short,
+    fullRufid: (r) => r.rufid,
   }
 
   const executionEvent: FieldMap<ExecutionEvent> = {
     executionId: (e) => e.execution_id,
     rufid: (e) => e.rufid,
     shortRufid: (e) => e.rufid_short,
+    fullRufid: (e) => e.rufid,
     version: (e) => e.version,
     tenantId: (e) => e.tenant_id,
     functionName: (e) => e.function_name,
@@ -379,6 +405,8 @@ export function createGraphqlSchema({ engine, logger }: GraphqlComponents): Grap
     type: (e) => e.type,
     tenantId: (e) => e.tenant_id,
     rufid: (e) => e.rufid,
+    shortRufid: (e) => (e.rufid === null ? null : parseRufid(e.rufid).short),
+    fullRufid: (e) => e.rufid,
     message: (e) => e.message,
     timestamp: (e) => e.timestamp,
     data: (e) => e.data,
@@ -398,11 +426,6 @@ export function createGraphqlSchema({ engine, logger }: GraphqlComponents): Grap
   return schema
 }
 
-function matchesTarget(e: ExecutionEvent, target: FunctionTarget | undefined): boolean {
-  if (target === undefined) return true
-  return e.rufid_short === target.short && (target.version === undefined || e.version === `v${target.version}`)
-}
-
 function dropUndefined(o: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
 }
@@ -415,7 +438,8 @@ function bind<TSource>(schema: GraphQLSchema, typeName: string, resolvers: Field
   for (const name of Object.keys(fields)) {
     const resolve = resolvers[name]
     if (!resolve) throw new Error(`GraphQL field ${typeName}.${name} has no resolver`)
-    fields[name]!.resolve = (source, args, ctx: GraphqlContext) => resolve(source as TSource, args as Record<string, unknown>, ctx)
+    // a root field's resolver is the enveloped one itself (test/api/operation-envelope.test.ts reads it)
+    fields[name]!.resolve = resolve as GraphQLFieldResolver<unknown, GraphqlContext>
   }
   for (const name of Object.keys(resolvers)) {
     if (!fields[name]) throw new Error(`GraphQL SDL has no field ${typeName}.${name}`)

@@ -1,30 +1,28 @@
 import type { IncomingMessage, Server as HttpServer } from 'node:http'
 import type { Server as HttpsServer } from 'node:https'
 import type { Duplex } from 'node:stream'
-import type { TLSSocket } from 'node:tls'
 import type { GraphQLError } from 'graphql/index.js'
 import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
-import type { Logger } from 'pino'
-import type { CredentialInput, Engine, Principal } from '../../engine/index.js'
+import type { CredentialInput, Principal } from '../../engine/index.js'
+import { httpCredentialsOf } from '../credentials.js'
+import { createGraphqlDoor, type GraphqlDoorComponents } from './door.js'
 import { formatError, formatResult, graphqlErrorOf, internalFaultsOf, svcErrorOf, wsCloseCodeOf, wsCloseReasonOf } from './errors.js'
-import { checkOperation, parseOperation, type GraphqlInit } from './limits.js'
-import { createGraphqlSchema, type GraphqlContext } from './schema.js'
+import { checkOperation, parseOperation, type GraphqlInit, type ParsedOperation } from './limits.js'
+import type { GraphqlContext } from './schema.js'
 
-export interface GraphqlWsComponents {
-  engine: Engine
-  logger: Logger
-}
+export type GraphqlWsComponents = GraphqlDoorComponents
 
 /** What this door keeps per graphql-ws connection (beside graphql-ws's own `socket` and `request`). */
 type ConnectionState = {
   credentials?: CredentialInput
   principal?: Principal
-  /** `performance.now()` per operation id, for the duration metric */
-  started?: Map<string, { at: number; label: string }>
 }
 
 const GRAPHQL_WS_PATH = '/graphql'
+/** Admitting a connection is an operation of its own (audited); admitting each operation is not. */
+const CONNECT = 'graphql.connect'
+const ADMISSION = { name: 'graphql.admission', audited: false } as const
 
 /**
  * GraphQL over WebSocket (the graphql-transport-ws protocol of graphql-ws) at `/graphql`, on the
@@ -36,13 +34,13 @@ const GRAPHQL_WS_PATH = '/graphql'
  * or the X-Svc-Namespace header. Refused connections close with 4401 (no/invalid credentials),
  * 4403, 4429 or 4500. Every operation re-checks the credentials (a revoked key stops working,
  * rate limits are charged per operation) and the same depth/cost/size/introspection limits as
- * HTTP. Subscriptions see only the caller's tenant; their listeners are removed on `complete` or
- * when the socket closes.
+ * HTTP; each root field is one operation of the envelope. Subscriptions see only the caller's
+ * tenant; their listeners are removed on `complete` or when the socket closes.
  */
 export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlInit, components: GraphqlWsComponents): { close(): Promise<void> } {
-  const { engine } = components
   const logger = components.logger.child({ component: 'graphql-ws' })
-  const schema = createGraphqlSchema({ engine, logger })
+  const door = createGraphqlDoor({ engine: components.engine, logger })
+  const { schema, envelope } = door
   // a subscribe message carries the document plus variables
   const wss = new WebSocketServer({ noServer: true, maxPayload: Math.max(1 << 20, 2 * init.maxDocumentBytes) })
 
@@ -52,55 +50,36 @@ export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlI
   }
   server.on('upgrade', onUpgrade)
 
-  const metric = (label: string, startedAt: number, errors: readonly GraphQLError[] | undefined): void => {
-    const list = errors ?? []
-    engine.metrics.protocolRequests.inc({ protocol: 'graphql', operation: label, status: list.length > 0 ? 'error' : 'success' })
-    engine.metrics.protocolRequestDuration.observe({ protocol: 'graphql', operation: label }, (performance.now() - startedAt) / 1000)
-    for (const e of list) engine.metrics.protocolErrors.inc({ protocol: 'graphql', code: String(svcErrorOf(e).code) })
-  }
-
   const disposable = useServer<Record<string, unknown> | undefined, ConnectionState>(
     {
       schema,
       async onConnect(ctx) {
-        const startedAt = performance.now()
         const credentials = credentialsOf(ctx.extra.request, ctx.connectionParams)
+        const call = envelope.open({ name: CONNECT }, credentials.ip)
         try {
-          ctx.extra.principal = await engine.access.admit(credentials)
+          ctx.extra.principal = await envelope.admit(call, credentials)
           ctx.extra.credentials = credentials
-          ctx.extra.started = new Map()
-          metric('graphql.connect', startedAt, undefined)
+          await envelope.complete(call)
           return true
         } catch (err) {
-          const e = svcErrorOf(err)
-          metric('graphql.connect', startedAt, [graphqlErrorOf(e)])
-          await engine.access.audit({ operation: 'graphql.connect', ip: credentials.ip, startedAt, error: e })
-            .catch((auditErr: unknown) => logger.error({ err: auditErr }, 'audit write failed'))
+          const e = (await envelope.complete(call, err))!
           ctx.extra.socket.close(wsCloseCodeOf(e), wsCloseReasonOf(e))
           return false
         }
       },
-      async onSubscribe(ctx, id, payload) {
-        const startedAt = performance.now()
+      async onSubscribe(ctx, _id, payload) {
         const credentials = ctx.extra.credentials!
-        let label = 'graphql.request'
-        let auditOperations = ['graphql.request']
-        let principal: Principal | undefined
+        const admission = envelope.open(ADMISSION, credentials.ip)
+        let parsed: ParsedOperation | undefined
         try {
           // per operation: a revoked key stops here, and the rate limits are charged
-          principal = await engine.access.admit(credentials)
+          const principal = await envelope.admit(admission, credentials)
           ctx.extra.principal = principal
-          const parsed = parseOperation(payload, init)
-          label = parsed.label
-          auditOperations = parsed.auditOperations.length ? parsed.auditOperations : auditOperations
+          parsed = parseOperation(payload, init)
           const invalid = checkOperation(schema, parsed, init, true)
           if (invalid.length > 0) throw invalid
-          ctx.extra.started!.set(id, { at: startedAt, label })
+          if (parsed.auditOperations.includes('graphql.introspect')) await door.record('graphql.introspect', credentials.ip, principal)
           const contextValue: GraphqlContext = { principal, ip: credentials.ip }
-          if (parsed.auditOperations.includes('graphql.introspect')) {
-            await engine.access.audit({ operation: 'graphql.introspect', principal, ip: credentials.ip, rufid: null, startedAt })
-              .catch((err: unknown) => logger.error({ err }, 'audit write failed'))
-          }
           return {
             schema,
             document: parsed.document,
@@ -110,22 +89,14 @@ export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlI
           }
         } catch (err) {
           const errors: GraphQLError[] = Array.isArray(err) ? (err as GraphQLError[]) : [graphqlErrorOf(svcErrorOf(err))]
-          metric(label, startedAt, errors)
-          for (const operation of auditOperations) {
-            await engine.access.audit({ operation, principal, ip: credentials.ip, rufid: null, startedAt, error: svcErrorOf(errors[0]) })
-              .catch((auditErr: unknown) => logger.error({ err: auditErr }, 'audit write failed'))
-          }
+          await door.refuse(parsed, credentials.ip, admission.principal, svcErrorOf(errors[0]))
           return errors
         }
       },
-      onOperation(ctx, id, _payload, _args, result) {
-        const started = ctx.extra.started?.get(id)
-        ctx.extra.started?.delete(id)
-        if (!started) return
+      onOperation(_ctx, _id, _payload, _args, result) {
         const errors = Symbol.asyncIterator in result ? undefined : (result as { errors?: readonly GraphQLError[] }).errors
         const faults = internalFaultsOf(errors)
         if (faults.length > 0) logger.error({ err: faults[0] }, 'GraphQL resolver failed')
-        metric(started.label, started.at, errors)
       },
       onNext(_ctx, _id, _payload, _args, result) {
         return formatResult(result)
@@ -154,6 +125,7 @@ function pathOf(url: string | undefined): string {
   return q === -1 ? (url ?? '/') : (url ?? '/').slice(0, q)
 }
 
+/** `connectionParams.authorization` / `namespace` win over the upgrade request's headers. */
 function credentialsOf(req: IncomingMessage, params: Record<string, unknown> | undefined): CredentialInput {
   const param = (...names: string[]): string | undefined => {
     for (const n of names) {
@@ -162,18 +134,8 @@ function credentialsOf(req: IncomingMessage, params: Record<string, unknown> | u
     }
     return undefined
   }
-  const header = (name: string): string | undefined => {
-    const v = req.headers[name]
-    return typeof v === 'string' && v !== '' ? v : undefined
-  }
-  const socket = req.socket as Partial<TLSSocket>
-  const cert = socket.authorized && typeof socket.getPeerCertificate === 'function' ? socket.getPeerCertificate() : undefined
-  return {
-    authorization: param('authorization', 'Authorization') ?? header('authorization'),
-    namespace: param('namespace', 'x-svc-namespace', 'X-Svc-Namespace') ?? header('x-svc-namespace'),
-    ip: req.socket.remoteAddress ?? '',
-    clientCertificate: cert && cert.subject
-      ? { subject: Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join('\n'), fingerprint256: cert.fingerprint256 }
-      : undefined,
-  }
+  return httpCredentialsOf(req, req.socket.remoteAddress ?? '', {
+    authorization: param('authorization', 'Authorization'),
+    namespace: param('namespace', 'x-svc-namespace', 'X-Svc-Namespace'),
+  })
 }

@@ -1,12 +1,13 @@
 import { isIP } from 'node:net'
 import type { Metadata } from '@grpc/grpc-js'
 import type { CredentialInput } from '../../engine/index.js'
+import { certificateCredentialOf, type PeerCertificate } from '../credentials.js'
 
 /** What the gRPC door reads of a call to authenticate it (server calls of every kind have these). */
 export interface CallCredentialsSource {
   metadata: Metadata
   getPeer(): string
-  getAuthContext?(): { sslPeerCertificate?: { subject?: object; fingerprint256?: string } } | null
+  getAuthContext?(): { sslPeerCertificate?: PeerCertificate } | null
 }
 
 const firstString = (metadata: Metadata, key: string): string | undefined => {
@@ -28,16 +29,10 @@ export function ipOfPeer(peer: string): string {
  * client CA (grpc-js reports none otherwise).
  */
 export function credentialsOf(call: CallCredentialsSource): CredentialInput {
-  const cert = call.getAuthContext?.()?.sslPeerCertificate
   return {
     authorization: firstString(call.metadata, 'authorization'),
     namespace: firstString(call.metadata, 'x-svc-namespace'),
     ip: ipOfPeer(call.getPeer()),
-    clientCertificate: cert && cert.subject && cert.fingerprint256
-      ? {
-          subject: Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join('\n'),
-          fingerprint256: cert.fingerprint256,
-        }
-      : undefined,
+    clientCertificate: certificateCredentialOf(call.getAuthContext?.()?.sslPeerCertificate),
   }
 }

@@ -1,5 +1,6 @@
 import { Metadata, status, type StatusObject } from '@grpc/grpc-js'
 import { type ErrorName, type SvcError, toSvcError } from '../../core/errors.js'
+import { publicErrorOf } from '../../engine/index.js'
 
 /** gRPC status of each svc error code: the one place the gRPC door maps codes (decisions.md). */
 const STATUS: Record<ErrorName, status> = {
@@ -39,10 +40,10 @@ export function statusName(code: status): string {
 /**
  * What a handler answers for anything it caught: the status of decisions.md, the message as the
  * status details, and the svc code and name (plus details and retry-after when present) as
- * trailing metadata. Unknown errors become 1009 without their text.
+ * trailing metadata. Unknown errors become 1009 without their text (`publicErrorOf`).
  */
 export function grpcErrorOf(thrown: unknown): { svc: SvcError; status: Partial<StatusObject> & { code: status; details: string; metadata: Metadata } } {
-  const svc = toSvcError(thrown)
+  const svc = publicErrorOf(toSvcError(thrown))
   const metadata = new Metadata()
   metadata.set(ERROR_CODE_KEY, String(svc.code))
   metadata.set(ERROR_NAME_KEY, svc.name)

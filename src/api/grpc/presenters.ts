@@ -57,7 +57,9 @@ export function creationMessage(r: CreateResult): CreateRUFIDResponse {
     version: r.version,
     content_digest: r.fn.content_digest,
     api_endpoint: r.api_endpoint,
+    // explicit presence: `false` is sent too (a repeat create of identical content)
     created: r.created,
+    full_rufid: r.rufid,
   }
 }
 
@@ -80,6 +82,7 @@ export function resolutionMessage(r: Resolution): ResolveRUFIDResponse {
     lockfile_json: fn.lockfile === null ? '' : (fn.lockfile_text ?? jsonOrEmpty(fn.lockfile)),
     rufid_short: fn.rufid_short,
     created_at: fn.created_at,
+    full_rufid: fullRufidOf(fn),
   }
 }
 
@@ -90,6 +93,8 @@ export function executionMessage(record: ExecutionRecord): ExecuteFunctionRespon
     execution_time_ms: record.execution_time_ms ?? 0,
     status: record.status,
     execution_id: record.execution_id,
+    rufid_short: record.rufid_short,
+    full_rufid: record.rufid,
   }
 }
 
@@ -106,5 +111,6 @@ export function executionEventMessage(e: ExecutionEvent): ExecutionEventMessage 
     execution_time_ms: e.execution_time_ms,
     ...(e.error_code === null ? {} : { error_code: e.error_code }),
     timestamp: e.timestamp,
+    full_rufid: e.rufid,
   }
 }

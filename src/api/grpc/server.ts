@@ -7,6 +7,7 @@ import { SvcError } from '../../core/errors.js'
 import type { Engine } from '../../engine/index.js'
 import { loadProtos, SERVICE_NAME } from './proto.js'
 import { reflectionDefinitionOf } from './reflection.js'
+import { createGrpcDoor } from './operation.js'
 import { svcProtocolHandlers } from './service.js'
 import { executionStreams } from './stream-executions.js'
 
@@ -45,7 +46,7 @@ export interface GrpcServer {
  */
 export function createGrpcServer(init: GrpcServerInit, components: GrpcServerComponents): GrpcServer {
   const logger = components.logger.child({ component: 'grpc' })
-  const door = { engine: components.engine, logger }
+  const door = createGrpcDoor({ engine: components.engine, logger })
   const { packageDefinition, proto } = loadProtos()
   const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE_NAME]: 'NOT_SERVING' })
   const streams = executionStreams(door, { maxBufferedEvents: init.streamBufferEvents ?? 256 })

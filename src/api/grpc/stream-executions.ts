@@ -1,14 +1,15 @@
 import { Metadata, status, type handleServerStreamingCall } from '@grpc/grpc-js'
 import { SvcError } from '../../core/errors.js'
-import { requirePermission, type ExecutionEvent, type FunctionTarget, type Principal } from '../../engine/index.js'
+import { enveloped, executionEventMatches, requirePermission, type ExecutionEvent } from '../../engine/index.js'
 import { credentialsOf } from './credentials.js'
-import { grpcErrorOf } from './errors.js'
+import { grpcErrorOf, statusName } from './errors.js'
 import type { ExecutionEvent as ExecutionEventMessage } from './generated/svc/v1/ExecutionEvent.js'
 import type { StreamRequest__Output } from './generated/svc/v1/StreamRequest.js'
-import { recordOutcome, type GrpcDoorComponents } from './operation.js'
+import type { GrpcDoor } from './operation.js'
 import { executionEventMessage } from './presenters.js'
 
 export const STREAM_OPERATION = 'rufid.stream_executions'
+const STREAM = { name: STREAM_OPERATION } as const
 
 export interface ExecutionStreamsInit {
   /**
@@ -34,16 +35,18 @@ export interface ExecutionStreams {
  * subscription is live, so a client that waits for them misses nothing after that point. One
  * audit entry per stream, written when it ends.
  */
-export function executionStreams(components: GrpcDoorComponents, init: ExecutionStreamsInit): ExecutionStreams {
-  const { engine, logger } = components
+export function executionStreams(door: GrpcDoor, init: ExecutionStreamsInit): ExecutionStreams {
+  const { engine, envelope } = door
   const open = new Set<(thrown?: unknown) => void>()
   let refusing: SvcError | undefined
 
-  const handler: ExecutionStreams['handler'] = (call) => {
-    const startedAt = performance.now()
+  const handler: ExecutionStreams['handler'] = enveloped((call) => {
+    // one operation per stream: admitted now, completed (audited, metered) when it ends
+    const operation = envelope.open(STREAM, '')
     const credentials = credentialsOf(call)
+    operation.ip = credentials.ip
     const rufid = call.request.rufid === '' ? undefined : call.request.rufid
-    let principal: Principal | undefined
+    operation.rufid = rufid ?? null
     let listener: ((event: ExecutionEvent) => void) | undefined
     let done = false
 
@@ -53,19 +56,12 @@ export function executionStreams(components: GrpcDoorComponents, init: Execution
       done = true
       open.delete(finish)
       if (listener) engine.events.off('execution', listener)
-      const failure = thrown === undefined ? undefined : grpcErrorOf(thrown)
+      if (cancelled) operation.status = statusName(status.CANCELLED)
+      // the client gets its status at once; the audit entry is written after (nobody waits for it)
+      const failure = envelope.finish(operation, thrown)
       if (!cancelled) {
-        if (failure) call.emit('error', failure.status)
+        if (failure) call.emit('error', grpcErrorOf(failure).status)
         else call.end()
-      }
-      const code = cancelled ? status.CANCELLED : failure ? failure.status.code : status.OK
-      void engine.access
-        .audit({ operation: STREAM_OPERATION, principal, ip: credentials.ip, rufid, startedAt, error: failure?.svc })
-        .catch((err: unknown) => logger.error({ err }, 'audit write failed'))
-      try {
-        recordOutcome(components, STREAM_OPERATION, startedAt, code, failure?.svc)
-      } catch (err) {
-        logger.error({ err }, 'recording gRPC metrics failed')
       }
     }
 
@@ -76,13 +72,13 @@ export function executionStreams(components: GrpcDoorComponents, init: Execution
     void (async () => {
       try {
         if (refusing) throw refusing
-        const admitted = await engine.access.admit(credentials)
-        principal = admitted
+        const admitted = await envelope.admit(operation, credentials)
         requirePermission(admitted, 'rufid.read')
         const target = rufid === undefined ? undefined : engine.functions.target(admitted, rufid)
         if (done) return
+        const tenant = admitted.tenant_id
         listener = (event) => {
-          if (event.tenant_id !== admitted.tenant_id || !matches(event, target)) return
+          if (!executionEventMatches(event, tenant, target)) return
           if (call.writableLength >= init.maxBufferedEvents) {
             finish(new SvcError('SERVICE_UNAVAILABLE', 'stream subscriber fell behind; subscribe again', {
               details: { reason: 'slow_consumer', buffered_events: call.writableLength },
@@ -97,7 +93,7 @@ export function executionStreams(components: GrpcDoorComponents, init: Execution
         finish(err)
       }
     })()
-  }
+  }, { name: STREAM_OPERATION })
 
   return {
     handler,
@@ -112,10 +108,4 @@ export function executionStreams(components: GrpcDoorComponents, init: Execution
       return open.size
     },
   }
-}
-
-function matches(event: ExecutionEvent, target: FunctionTarget | undefined): boolean {
-  if (target === undefined) return true
-  if (event.rufid_short !== target.short) return false
-  return target.version === undefined || event.version === `v${target.version}`
 }

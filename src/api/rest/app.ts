@@ -1,25 +1,26 @@
-import { bodyParser } from '@koa/bodyparser'
 import { Router } from '@koa/router'
 import Koa from 'koa'
 import type { Logger } from 'pino'
-import type { TLSSocket } from 'node:tls'
-import type { Engine, Principal } from '../../engine/index.js'
-import { errorBody, httpStatusOf, restErrorOf } from './errors.js'
-import type { OpenApiInit } from './openapi.js'
-import { registerFunctionRoutes } from './routes/functions.js'
-import { registerAuthRoutes } from './routes/auth.js'
-import { registerBranchRoutes } from './routes/branches.js'
-import { registerExecutionRoutes } from './routes/executions.js'
-import { registerSystemRoutes } from './routes/system.js'
-import { registerV1Routes } from './routes/v1.js'
-import { registerFederationRoutes } from './routes/federation.js'
+import { SvcError, validationFailed } from '../../core/errors.js'
+import type { Engine } from '../../engine/index.js'
+import { buildOpenApi, type OpenApiInit } from './openapi.js'
+import { createRestEnvelope, registerRoutes, sendError, type RestContext, type RestRoute, type RestState } from './operation.js'
+import { authRoutes } from './routes/auth.js'
+import { branchRoutes } from './routes/branches.js'
+import { executionRoutes } from './routes/executions.js'
+import { federationRoutes } from './routes/federation.js'
+import { functionRoutes } from './routes/functions.js'
+import { systemRoutes } from './routes/system.js'
+import { v1Routes } from './routes/v1.js'
 import { createConsoleMiddleware, type ConsoleInit } from './console.js'
-import { registerNodeInfoRoutes, type NodeInfoInit } from './routes/node-info.js'
-import { registerWhoamiRoutes } from './routes/whoami.js'
-import { registerFunctionSourceRoutes } from './routes/function-source.js'
-import { registerSignatureRoutes } from './routes/signature.js'
-import { registerTelemetrySeriesRoutes } from './routes/telemetry-series.js'
-import { registerFederationMemberRoutes } from './routes/federation-members.js'
+import { federationMemberRoutes } from './routes/federation-members.js'
+import { functionSourceRoutes } from './routes/function-source.js'
+import { nodeInfoRoutes, type NodeInfoInit } from './routes/node-info.js'
+import { signatureRoutes } from './routes/signature.js'
+import { telemetrySeriesRoutes } from './routes/telemetry-series.js'
+import { whoamiRoutes } from './routes/whoami.js'
+
+export type { RestContext, RestRoute, RestState } from './operation.js'
 
 export interface RestApiInit {
   /** request bodies above this get 413 and are not read further */
@@ -41,115 +42,80 @@ export interface RestApiComponents {
   isDraining?: () => boolean
 }
 
-export interface RestState {
-  principal?: Principal
-  /** the audited operation name; `system.*` operations are not audited */
-  operation: string
-  /** the RUFID the request names, for the audit entry */
-  rufid?: string
-}
+const DEFAULT_OPENAPI: OpenApiInit = { maxSourceBytes: 512 * 1024, maxExpiresDays: 3650, version: '0.0.0' }
 
-export type RestContext = Koa.ParameterizedContext<RestState>
+/** Requests no route takes (404, 405): metered, not audited (scanners would fill the audit log). */
+const UNROUTED = { name: 'request.unrouted', audited: false } as const
+/** A failure outside any route's envelope (a middleware mounted after the router). */
+const FAILED = { name: 'request.failed', audited: false } as const
 
 /**
- * The REST door: decode, call the engine, encode. Koa's `callback()` is a plain request handler,
- * so tests can serve it on a port of their own.
+ * Every route of the REST door, in the order they are matched (branch routes before the function
+ * routes: `/api/v1/functions/branches` must not be read as a RUFID). `/openapi.json` describes
+ * exactly these.
+ */
+export function restRoutes(init: RestApiInit, components: RestApiComponents, openapi: () => Record<string, unknown>): RestRoute<never, unknown>[] {
+  const { engine } = components
+  const o = init.openapi ?? DEFAULT_OPENAPI
+  return [
+    ...systemRoutes(engine, { metricsAccess: init.metricsAccess }, { isDraining: components.isDraining, openapi }),
+    ...branchRoutes(engine, { maxSourceBytes: o.maxSourceBytes }),
+    ...functionRoutes(engine, { maxSourceBytes: o.maxSourceBytes }),
+    ...executionRoutes(engine),
+    ...authRoutes(engine, { maxExpiresDays: o.maxExpiresDays }),
+    ...v1Routes(engine),
+    ...federationRoutes(engine),
+    // the reads the operator console stands on (clients use them too)
+    ...nodeInfoRoutes(engine, init.node, { isDraining: components.isDraining }),
+    ...whoamiRoutes(),
+    ...functionSourceRoutes(engine),
+    ...signatureRoutes(),
+    ...telemetrySeriesRoutes(engine),
+    ...federationMemberRoutes(engine),
+  ]
+}
+
+/**
+ * The REST door: each route decodes, runs its one engine call through the operation envelope
+ * (admit, audit, meter, map errors) and encodes. Koa's `callback()` is a plain request handler,
+ * so tests can serve it on a port of their own. Other HTTP doors (GraphQL) mount after it and
+ * answer the paths no route takes.
  */
 export function createRestApi(init: RestApiInit, components: RestApiComponents): Koa<RestState> {
   const { engine, logger } = components
   const app = new Koa<RestState>({ proxy: false })
   app.silent = true
+  const envelope = createRestEnvelope({ bodyLimitBytes: init.bodyLimitBytes }, { engine, logger })
 
   app.use(async (ctx, next) => {
-    const started = performance.now()
-    ctx.state.operation = 'unknown'
     // while draining, each response closes its connection so shutdown need not wait for keep-alive
     if (components.isDraining?.()) ctx.set('Connection', 'close')
-    let failure: unknown
     try {
       await next()
-      if (ctx.status === 404 && ctx.body === undefined) {
-        ctx.status = 404
-        ctx.body = { error: { code: 1006, name: 'VALIDATION_FAILED', message: `no route ${ctx.method} ${ctx.path}`, details: {} } }
-      }
     } catch (thrown) {
-      const err = restErrorOf(thrown)
-      failure = err
-      ctx.status = httpStatusOf(err)
-      // refused before routing (the body parser: 413 too large, 400 malformed JSON): still audited
-      if (ctx.state.operation === 'unknown') ctx.state.operation = ctx.status === 413 ? 'request.too_large' : 'request.rejected'
-      ctx.body = errorBody(err)
-      if (err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(Math.ceil(err.retryAfterSeconds)))
-      engine.metrics.protocolErrors.inc({ protocol: 'rest', code: String(err.code) })
-      const level = err.code === 1009 ? 'error' : 'debug'
-      logger[level]({ err: err.code === 1009 ? err.cause ?? err : undefined, code: err.code, path: ctx.path }, err.message)
+      const call = envelope.open(FAILED, ctx.ip)
+      sendError(ctx, envelope.finish(call, thrown)!)
+      return
     }
-    if (!ctx.state.operation.startsWith('system.') && ctx.state.operation !== 'unknown') {
-      // the audit entry is written before the response leaves
-      await engine.access.audit({
-        operation: ctx.state.operation,
-        principal: ctx.state.principal,
-        ip: ctx.ip,
-        rufid: ctx.state.rufid,
-        startedAt: started,
-        error: failure,
-      }).catch((err: unknown) => logger.error({ err }, 'audit write failed'))
-    }
-    // the GraphQL door shares this Koa app and records its own metrics
-    if (ctx.state.operation === 'system.graphql') return
-    const seconds = (performance.now() - started) / 1000
-    engine.metrics.protocolRequests.inc({ protocol: 'rest', operation: ctx.state.operation, status: String(ctx.status) })
-    engine.metrics.protocolRequestDuration.observe({ protocol: 'rest', operation: ctx.state.operation }, seconds)
+    const state = ctx.state as Partial<RestState>
+    const routed = state.route !== undefined || state.served === true
+    if (routed || ctx.body !== undefined || ctx.respond === false) return
+    // no route took the request: 404, or 405 when the path exists with other methods
+    const status = ctx.status === 405 || ctx.status === 501 ? ctx.status : 404
+    const err = status === 404 ? validationFailed(`no route ${ctx.method} ${ctx.path}`) : validationFailed(`${ctx.method} is not allowed on ${ctx.path}`)
+    const call = envelope.open(UNROUTED, ctx.ip)
+    call.status = String(status)
+    sendError(ctx as unknown as RestContext, envelope.finish(call, err) as SvcError)
+    ctx.status = status
   })
 
-  app.use(
-    bodyParser({
-      enableTypes: ['json'],
-      jsonLimit: init.bodyLimitBytes,
-      // a body is JSON whatever its Content-Type says (curl -d sends a form type)
-      detectJSON: () => true,
-      jsonStrict: false,
-    }),
-  )
-
+  let document: Record<string, unknown> | undefined
+  const routes: RestRoute<never, unknown>[] = restRoutes(init, components, () => (document ??= buildOpenApi(init.openapi ?? DEFAULT_OPENAPI, routes)))
   const router = new Router<RestState>()
-  registerSystemRoutes(router, init, components)
-  // before the function routes: /api/v1/functions/branches must not be read as a RUFID
-  registerBranchRoutes(router, components)
-  registerFunctionRoutes(router, components)
-  registerExecutionRoutes(router, components)
-  registerAuthRoutes(router, components)
-  registerV1Routes(router, components)
-  registerFederationRoutes(router, components)
-  registerNodeInfoRoutes(router, init.node, components)
-  registerWhoamiRoutes(router, components)
-  registerFunctionSourceRoutes(router, components)
-  registerSignatureRoutes(router, components)
-  registerTelemetrySeriesRoutes(router, components)
-  registerFederationMemberRoutes(router, components)
-  if (init.console) app.use(createConsoleMiddleware(init.console))
+  registerRoutes(router, envelope, routes)
+  // the console's static files (`/`, `/console/…`): metered, not audited (files, not operations)
+  if (init.console) app.use(createConsoleMiddleware(init.console, { envelope }))
   app.use(router.routes())
   app.use(router.allowedMethods())
   return app
-}
-
-/**
- * Authenticates the caller once per request and charges its rate limits (401/403/429 here,
- * before any engine call). `namespace` overrides the X-Svc-Namespace header (native execute body).
- */
-export async function principalOf(ctx: RestContext, engine: Engine, namespace?: string): Promise<Principal> {
-  if (ctx.state.principal) return ctx.state.principal
-  const socket = ctx.req.socket as Partial<TLSSocket>
-  const cert = socket.authorized && typeof socket.getPeerCertificate === 'function' ? socket.getPeerCertificate() : undefined
-  ctx.state.principal = await engine.access.admit({
-    authorization: ctx.get('authorization') || undefined,
-    namespace: namespace ?? (ctx.get('x-svc-namespace') || undefined),
-    ip: ctx.ip,
-    clientCertificate: cert && cert.subject
-      ? { subject: Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join('\n'), fingerprint256: cert.fingerprint256 }
-      : undefined,
-  }, (authenticated) => {
-    ctx.state.principal = authenticated
-  })
-  return ctx.state.principal
 }

@@ -3,13 +3,27 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { extname, join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type Koa from 'koa'
-import type { RestState } from './app.js'
+import { validationFailed } from '../../core/errors.js'
+import type { OperationEnvelope } from '../../engine/index.js'
+import { sendError, type RestContext, type RestState } from './operation.js'
 
 /** Settings of the operator console (config `server.console`). */
 export interface ConsoleInit {
   /** the built console (`npm run build` writes it): default `<package>/dist/console` */
   directory?: string
 }
+
+export interface ConsoleComponents {
+  /** the REST door's envelope: each console request is metered through it (never audited) */
+  envelope: OperationEnvelope<RestContext>
+}
+
+/**
+ * A console request as the envelope records it: metered (`svc_protocol_requests_total`), not
+ * audited — it serves a file, not an operation, and needs no credential (the console's API calls
+ * are audited operations of their own).
+ */
+export const CONSOLE_OPERATION = { name: 'system.console', audited: false } as const
 
 /** Where the console is served, and where `GET /` leads. */
 export const CONSOLE_PATH = '/console/'
@@ -88,32 +102,32 @@ export function consoleSecurityPolicy(host: string | undefined): string {
  * Serves the operator console, built by `npm run build` into `dist/console`, under `/console/`,
  * and sends `GET /` there. The files are read once at start into a map, so a request can name
  * nothing else (`..`, encoded or not, never reaches the file system). Hashed assets are cached
- * for a year, `index.html` is revalidated (ETag) on every load. Requests are `system.console`:
- * not audited and not charged to any credential (the console's API calls are).
+ * for a year, `index.html` is revalidated (ETag) on every load. Requests are `system.console`
+ * (CONSOLE_OPERATION): metered through the REST envelope, not audited, not charged to any
+ * credential (the console's API calls are).
  */
-export function createConsoleMiddleware(init: ConsoleInit = {}): Koa.Middleware<RestState> {
+export function createConsoleMiddleware(init: ConsoleInit, { envelope }: ConsoleComponents): Koa.Middleware<RestState> {
   const files = readConsoleFiles(init.directory ?? DEFAULT_CONSOLE_DIRECTORY)
   return async (ctx, next) => {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next()
     const path = ctx.path
-    if (path === '/' || path === '/console') {
-      ctx.state.operation = 'system.console'
+    const redirect = path === '/' || path === '/console'
+    if (!redirect && !path.startsWith(CONSOLE_PATH)) return next()
+    ctx.state.served = true
+    const call = envelope.open(CONSOLE_OPERATION, ctx.ip)
+    if (redirect) {
       ctx.redirect(CONSOLE_PATH)
+      call.status = String(ctx.status)
+      envelope.finish(call)
       return
     }
-    if (!path.startsWith(CONSOLE_PATH)) return next()
-    ctx.state.operation = 'system.console'
     const name = path === CONSOLE_PATH ? 'index.html' : path.slice(CONSOLE_PATH.length)
     const file = files.get(name)
     if (file === undefined) {
+      const missing = validationFailed(files.size === 0 ? 'the console is not built: run npm run build' : `no console file ${path}`)
+      call.status = '404'
+      sendError(ctx as unknown as RestContext, envelope.finish(call, missing)!)
       ctx.status = 404
-      ctx.body = {
-        error: {
-          code: 1006, name: 'VALIDATION_FAILED',
-          message: files.size === 0 ? 'the console is not built: run npm run build' : `no console file ${path}`,
-          details: {},
-        },
-      }
       return
     }
     ctx.set('Content-Security-Policy', consoleSecurityPolicy(ctx.get('host') || undefined))
@@ -126,10 +140,12 @@ export function createConsoleMiddleware(init: ConsoleInit = {}): Koa.Middleware<
     ctx.set('ETag', file.etag)
     if (ctx.get('if-none-match') === file.etag) {
       ctx.status = 304
-      return
+    } else {
+      ctx.type = file.type
+      ctx.body = file.body
     }
-    ctx.type = file.type
-    ctx.body = file.body
+    call.status = String(ctx.status)
+    envelope.finish(call)
   }
 }
 

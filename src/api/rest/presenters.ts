@@ -1,11 +1,22 @@
-import type { CreateResult, ExecutionRecord, FunctionVersion, Resolution } from '../../engine/index.js'
-import { fullRufidOf } from '../../engine/index.js'
+import type { z } from 'zod'
+import type {
+  BranchHead, CreateResult, DeployResult, ExecutionRecord, FunctionVersion, Resolution,
+} from '../../engine/index.js'
+import { fullRufidOf, importStatement } from '../../engine/index.js'
+import type {
+  branchHeadSchema, creationSchema, deploymentSchema, executionLogsSchema, executionRecordSchema, executionSchema,
+  exportSchema, functionSourceSchema, metadataSchema, resolutionSchema, usageMetricsSchema,
+} from './routes/response-schemas.js'
 
-/** service-spec §4.1 create response (plus `version`, `content_digest` and `created`). */
-export function creationBody(r: CreateResult): Record<string, unknown> {
+/** The body a response schema describes. */
+export type Body<S extends z.ZodType> = z.output<S>
+
+/** service-spec §4.1 create response (plus `version`, `content_digest`, `created` and both names). */
+export function creationBody(r: CreateResult): Body<typeof creationSchema> {
   return {
     rufid: r.rufid,
     rufid_short: r.rufid_short,
+    full_rufid: r.rufid,
     version: r.version,
     content_digest: r.fn.content_digest,
     import_statement: r.import_statement,
@@ -16,12 +27,14 @@ export function creationBody(r: CreateResult): Record<string, unknown> {
 }
 
 /** service-spec §2.7 resolution response plus `content_digest`, the definition, manifest and lockfile. */
-export function resolutionBody(r: Resolution): Record<string, unknown> {
+export function resolutionBody(r: Resolution): Body<typeof resolutionSchema> {
   const fn = r.fn
+  const full = fullRufidOf(fn)
   return {
     function_id: fn.function_id,
-    rufid: fullRufidOf(fn),
+    rufid: full,
     rufid_short: fn.rufid_short,
+    full_rufid: full,
     version: `v${fn.version}`,
     accessible: true,
     cached: r.cached,
@@ -38,16 +51,13 @@ export function resolutionBody(r: Resolution): Record<string, unknown> {
   }
 }
 
-export interface UsageMetrics {
-  usage_count: number
-  avg_execution_time_ms: number
-  success_rate: number
-}
+export type UsageMetrics = Body<typeof usageMetricsSchema>
 
-/** service-spec §2.2 function metadata (`rufid` is the short form; `full_rufid` added). */
-export function metadataBody(fn: FunctionVersion, metrics?: UsageMetrics): Record<string, unknown> {
+/** service-spec §2.2 function metadata (`rufid` is the short form) plus `full_rufid` and `rufid_short`. */
+export function metadataBody(fn: Omit<FunctionVersion, 'source_code'>, metrics?: UsageMetrics): Body<typeof metadataSchema> {
   return {
     rufid: fn.rufid_short,
+    rufid_short: fn.rufid_short,
     full_rufid: fullRufidOf(fn),
     function_name: fn.function_name,
     signature: fn.signature,
@@ -65,7 +75,7 @@ export function metadataBody(fn: FunctionVersion, metrics?: UsageMetrics): Recor
 }
 
 /** Dependency names with their pinned (lockfile) or requested (manifest) versions. */
-export function dependenciesOf(fn: FunctionVersion): string[] {
+export function dependenciesOf(fn: Pick<FunctionVersion, 'lockfile' | 'manifest'>): string[] {
   const source = (fn.lockfile ?? fn.manifest) as { dependencies?: { pip?: unknown; npm?: unknown; system?: unknown } } | null
   const deps = source?.dependencies
   if (!deps || typeof deps !== 'object') return []
@@ -81,22 +91,27 @@ export function dependenciesOf(fn: FunctionVersion): string[] {
   return out
 }
 
-/** service-spec §2.7 core execution response plus the record's id. */
-export function executionBody(record: ExecutionRecord): Record<string, unknown> {
+/** service-spec §2.7 core execution response plus the record's id and the function's names. */
+export function executionBody(record: ExecutionRecord): Body<typeof executionSchema> {
   return {
     result: record.result ?? null,
     execution_time_ms: record.execution_time_ms ?? 0,
-    status: record.status,
+    status: 'success',
     execution_id: record.execution_id,
+    rufid_short: record.rufid_short,
+    full_rufid: record.rufid,
   }
 }
 
-/** The execution record of decisions.md ("Execution record"). */
-export function executionRecordBody(record: ExecutionRecord): Record<string, unknown> {
+/** The execution record of decisions.md ("Execution record"), `tenant_id` with its deprecated alias `tenant`. */
+export function executionRecordBody(record: ExecutionRecord): Body<typeof executionRecordSchema> {
   return {
     execution_id: record.execution_id,
     rufid: record.rufid,
+    rufid_short: record.rufid_short,
+    full_rufid: record.rufid,
     version: `v${record.version}`,
+    tenant_id: record.tenant_id,
     tenant: record.tenant_id,
     function_name: record.function_name,
     language: record.language,
@@ -108,5 +123,77 @@ export function executionRecordBody(record: ExecutionRecord): Record<string, unk
     memory_bytes: record.memory_bytes ?? null,
     ...(record.error ? { error: record.error } : { result: record.result ?? null }),
     logs: record.logs,
+  }
+}
+
+export function executionLogsBody(record: ExecutionRecord): Body<typeof executionLogsSchema> {
+  return { execution_id: record.execution_id, rufid_short: record.rufid_short, full_rufid: record.rufid, status: record.status, logs: record.logs }
+}
+
+/** A branch head as the REST door shows it (never the key hash). */
+export function branchHeadBody(h: BranchHead): Body<typeof branchHeadSchema> {
+  const full = fullRufidOf(h)
+  return {
+    function_name: h.function_name,
+    branch: h.branch,
+    version: `v${h.version}`,
+    rufid: full,
+    rufid_short: h.rufid_short,
+    full_rufid: full,
+    created_at: h.created_at,
+    updated_at: h.updated_at,
+    updated_by: h.updated_by,
+  }
+}
+
+export function deploymentBody(r: DeployResult): Body<typeof deploymentSchema> {
+  return {
+    ...creationBody(r),
+    function_name: r.fn.function_name,
+    branch: r.branch,
+    branch_created: r.branch_created,
+    ...(r.branch_key !== undefined ? { branch_key: r.branch_key } : {}),
+    moved: r.moved,
+    previous_version: r.previous_version === null ? null : `v${r.previous_version}`,
+    head: branchHeadBody(r.head),
+    manifest: r.fn.manifest,
+    lockfile: r.fn.lockfile,
+  }
+}
+
+export function exportBody(fn: FunctionVersion): Body<typeof exportSchema> {
+  const full = fullRufidOf(fn)
+  return {
+    rufid: full,
+    rufid_short: fn.rufid_short,
+    full_rufid: full,
+    version: `v${fn.version}`,
+    function_name: fn.function_name,
+    manifest: fn.manifest,
+    lockfile: fn.lockfile,
+    // the files as they were sent (null: not sent as text, or a generated lockfile)
+    manifest_text: fn.manifest_text ?? null,
+    lockfile_text: fn.lockfile_text ?? null,
+  }
+}
+
+/** A version's source with its signature, digest and each client's import statement (decisions.md "Import statements"). */
+export function sourceBody(fn: FunctionVersion): Body<typeof functionSourceSchema> {
+  const full = fullRufidOf(fn)
+  return {
+    rufid: full,
+    rufid_short: fn.rufid_short,
+    full_rufid: full,
+    version: `v${fn.version}`,
+    function_name: fn.function_name,
+    language: fn.language,
+    signature: fn.signature,
+    content_digest: fn.content_digest,
+    source_code: fn.source_code,
+    imports: {
+      typescript: importStatement('typescript', fn.rufid_short, fn.function_name),
+      python: importStatement('python', fn.rufid_short, fn.function_name),
+      go: importStatement('go', fn.rufid_short, fn.function_name),
+    },
   }
 }

@@ -1,14 +1,16 @@
 import { STATUS_CODES, type IncomingMessage, type Server as HttpServer } from 'node:http'
 import type { Server as HttpsServer } from 'node:https'
 import type { Duplex } from 'node:stream'
-import type { TLSSocket } from 'node:tls'
 import { WebSocketServer, type RawData, type WebSocket } from 'ws'
 import type { Logger } from 'pino'
-import { type ErrorName, SvcError, toSvcError, validationFailed } from '../../core/errors.js'
+import { parseRufid } from '../../core/rufid.js'
+import { type ErrorName, SvcError, validationFailed } from '../../core/errors.js'
 import {
-  requirePermission,
-  type CredentialInput, type Engine, type ExecutionEvent, type FunctionTarget, type Principal, type SystemEvent,
+  createOperationEnvelope, enveloped, executionEventMatches, publicErrorOf, requirePermission, systemEventVisibleTo,
+  type CredentialInput, type Engine, type SubscriptionTarget, type ExecutionEvent, type Principal, type SystemEvent,
 } from '../../engine/index.js'
+import { httpCredentialsOf, subprotocolBearerOf } from '../credentials.js'
+import { errorBody, httpStatusOf } from '../http-status.js'
 
 /**
  * The WebSocket event manager at `/ws`: real-time execution and system events (service-spec §6).
@@ -65,10 +67,8 @@ export interface EventSocketComponents {
 }
 
 export const EVENT_SOCKET_PATH = '/ws'
-/** The subprotocol the node selects when a client offers it (browsers: with the bearer one below). */
+/** The subprotocol the node selects when a client offers it (browsers: with `svc.bearer.<base64url>`, read by `api/credentials.ts`, never selected). */
 export const EVENTS_SUBPROTOCOL = 'svc.events'
-/** `svc.bearer.<base64url(token)>`: credentials a browser can send on a WebSocket without a URL. */
-export const BEARER_SUBPROTOCOL_PREFIX = 'svc.bearer.'
 export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 100
 const MAX_ID_LENGTH = 128
 
@@ -76,7 +76,7 @@ type Channel = 'executions' | 'system'
 
 interface Subscription {
   channel: Channel
-  target?: FunctionTarget
+  target?: SubscriptionTarget
   /** false until the subscribe has been admitted (events are not sent before `subscribed`) */
   live: boolean
 }
@@ -94,6 +94,23 @@ interface Connection {
 
 /** WebSocket close codes this manager uses. */
 const CLOSE = { goingAway: 1001, policyViolation: 1008, tryAgainLater: 1013 } as const
+
+/** The operations of this door: each goes through the envelope (audited and metered, or metered only). */
+export const EVENT_SOCKET_OPERATIONS = {
+  connect: { name: 'events.connect' },
+  subscribe: { name: 'events.subscribe' },
+  /** a connection closed for sending too many messages (metered) */
+  messageRate: { name: 'events.message', audited: false },
+  /** a connection closed for reading too slowly (metered) */
+  deliver: { name: 'events.deliver', audited: false },
+} as const
+
+/**
+ * The client message types and the operation each is (`subscribe` reaches the engine through the
+ * envelope; `unsubscribe` and `ping` stay within the connection). The socket dispatches on this.
+ */
+export const CLIENT_MESSAGES = { subscribe: EVENT_SOCKET_OPERATIONS.subscribe, unsubscribe: undefined, ping: undefined } as const
+type ClientMessageType = keyof typeof CLIENT_MESSAGES
 
 /**
  * Serves `/ws` on the node's HTTP(S) server through one `upgrade` listener that leaves other
@@ -117,14 +134,16 @@ export function attachEventSocket(
   const reserved = new Map<string, number>()
   let closed = false
 
-  const metric = (operation: string, error?: SvcError): void => {
-    engine.metrics.protocolRequests.inc({ protocol: 'ws', operation, status: error ? 'error' : 'success' })
-    if (error) engine.metrics.protocolErrors.inc({ protocol: 'ws', code: String(error.code) })
+  const envelope = createOperationEnvelope<CredentialInput>({
+    protocol: 'ws',
+    credentialsOf: (credentials) => credentials,
+    ipOf: (credentials) => credentials.ip,
+    statusOf: (error) => (error === undefined ? 'success' : 'error'),
+  }, { engine, logger })
+  /** Records a transport refusal that is not an engine operation (metered only). */
+  const meterRefusal = (operation: typeof EVENT_SOCKET_OPERATIONS.messageRate | typeof EVENT_SOCKET_OPERATIONS.deliver, ip: string, error: SvcError): void => {
+    envelope.finish(envelope.open(operation, ip), error)
   }
-  const audit = (operation: string, ip: string, startedAt: number, principal?: Principal, rufid?: unknown, error?: unknown): Promise<void> =>
-    engine.access
-      .audit({ operation, principal, ip, rufid: typeof rufid === 'string' ? rufid : null, startedAt, error })
-      .catch((err: unknown) => logger.error({ err }, 'audit write failed'))
 
   // ---- connecting ----------------------------------------------------------------------------
 
@@ -138,12 +157,12 @@ export function attachEventSocket(
     })
   }
 
-  async function admitUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
-    const startedAt = performance.now()
+  const admitUpgrade = enveloped(async (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> => {
     const credentials = credentialsOf(req, url)
+    const call = envelope.open(EVENT_SOCKET_OPERATIONS.connect, credentials.ip)
     let principal: Principal
     try {
-      principal = await engine.access.admit(credentials)
+      principal = await envelope.admit(call, credentials)
       if (closed) throw new SvcError('SERVICE_UNAVAILABLE', 'the node is shutting down')
       const open = reserved.get(principal.tenant_id) ?? 0
       if (open >= init.maxConnectionsPerTenant) {
@@ -152,12 +171,10 @@ export function attachEventSocket(
         })
       }
     } catch (err) {
-      const e = toSvcError(err)
-      metric('events.connect', e)
-      await audit('events.connect', credentials.ip, startedAt, undefined, null, e)
-      rejectUpgrade(socket, e)
+      rejectUpgrade(socket, (await envelope.complete(call, err))!)
       return
     }
+    await envelope.complete(call)
     if (!socket.readable || !socket.writable) {
       socket.destroy()
       return
@@ -169,11 +186,8 @@ export function attachEventSocket(
       if (n <= 0) reserved.delete(tenant)
       else reserved.set(tenant, n)
     })
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      metric('events.connect')
-      accept(ws, principal, credentials)
-    })
-  }
+    wss.handleUpgrade(req, socket, head, (ws) => accept(ws, principal, credentials))
+  }, EVENT_SOCKET_OPERATIONS.connect)
 
   function accept(ws: WebSocket, principal: Principal, credentials: CredentialInput): void {
     const conn: Connection = {
@@ -210,7 +224,7 @@ export function attachEventSocket(
       conn.messagesInWindow = 0
     }
     if (++conn.messagesInWindow > init.maxMessagesPerSecond) {
-      metric('events.message', new SvcError('RATE_LIMITED', 'message rate exceeded'))
+      meterRefusal(EVENT_SOCKET_OPERATIONS.messageRate, conn.credentials.ip, new SvcError('RATE_LIMITED', 'message rate exceeded'))
       closeConnection(conn, CLOSE.policyViolation, `more than ${init.maxMessagesPerSecond} messages per second`)
       return
     }
@@ -230,28 +244,32 @@ export function attachEventSocket(
       return
     }
     const m = message as Record<string, unknown>
-    const id = typeof m.id === 'string' ? m.id : undefined
-    switch (m.type) {
-      case 'ping':
-        send(conn, id === undefined ? { type: 'pong' } : { type: 'pong', id })
-        return
-      case 'subscribe':
-        void subscribe(conn, m)
-        return
-      case 'unsubscribe':
-        if (id === undefined || !conn.subscriptions.delete(id)) {
-          sendError(conn, id, validationFailed(`no subscription with id ${JSON.stringify(m.id)}`))
-          return
-        }
-        send(conn, { type: 'unsubscribed', id })
-        return
-      default:
-        sendError(conn, id, validationFailed(`unknown message type ${JSON.stringify(m.type)}; expected subscribe, unsubscribe or ping`))
+    const handle = typeof m.type === 'string' && Object.hasOwn(CLIENT_MESSAGES, m.type) ? messageHandlers[m.type as ClientMessageType] : undefined
+    if (handle === undefined) {
+      const id = typeof m.id === 'string' ? m.id : undefined
+      sendError(conn, id, validationFailed(`unknown message type ${JSON.stringify(m.type)}; expected ${Object.keys(CLIENT_MESSAGES).join(', ')}`))
+      return
     }
+    handle(conn, m)
   }
 
-  async function subscribe(conn: Connection, m: Record<string, unknown>): Promise<void> {
-    const startedAt = performance.now()
+  /** One handler per client message type of CLIENT_MESSAGES (the compiler checks none is missing). */
+  const messageHandlers: Record<ClientMessageType, (conn: Connection, m: Record<string, unknown>) => void> = {
+    subscribe: (conn, m) => void subscribe(conn, m),
+    unsubscribe(conn, m) {
+      const id = typeof m.id === 'string' ? m.id : undefined
+      if (id === undefined || !conn.subscriptions.delete(id)) {
+        sendError(conn, id, validationFailed(`no subscription with id ${JSON.stringify(m.id)}`))
+        return
+      }
+      send(conn, { type: 'unsubscribed', id })
+    },
+    ping(conn, m) {
+      send(conn, typeof m.id === 'string' ? { type: 'pong', id: m.id } : { type: 'pong' })
+    },
+  }
+
+  const subscribe = enveloped(async (conn: Connection, m: Record<string, unknown>): Promise<void> => {
     const id = m.id
     if (typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH) {
       sendError(conn, undefined, validationFailed(`subscribe needs an id: a string of 1–${MAX_ID_LENGTH} characters`))
@@ -272,10 +290,11 @@ export function attachEventSocket(
     const channel: Channel = m.channel
     const sub: Subscription = { channel, live: false }
     conn.subscriptions.set(id, sub)
-    let principal: Principal | undefined
+    const call = envelope.open(EVENT_SOCKET_OPERATIONS.subscribe, conn.credentials.ip)
+    if (typeof m.rufid === 'string') call.rufid = m.rufid
     try {
       // each subscribe re-checks the credentials (revoked keys) and charges the rate limits
-      principal = await engine.access.admit(conn.credentials)
+      const principal = await envelope.admit(call, conn.credentials)
       if (principal.tenant_id !== conn.principal.tenant_id) throw new SvcError('PERMISSION_DENIED', 'credentials changed tenant')
       requirePermission(principal, 'rufid.read')
       if (channel === 'executions' && m.rufid !== undefined && m.rufid !== null) {
@@ -284,40 +303,43 @@ export function attachEventSocket(
         throw validationFailed('the system channel takes no rufid')
       }
     } catch (err) {
-      const e = toSvcError(err)
+      const e = (await envelope.complete(call, err))!
       if (conn.subscriptions.get(id) === sub) conn.subscriptions.delete(id)
-      metric('events.subscribe', e)
-      await audit('events.subscribe', conn.credentials.ip, startedAt, principal, m.rufid, e)
       sendError(conn, id, e)
       return
     }
-    metric('events.subscribe')
-    await audit('events.subscribe', conn.credentials.ip, startedAt, principal, m.rufid)
+    await envelope.complete(call)
     // unsubscribed (or closed) while being admitted
     if (conn.subscriptions.get(id) !== sub) return
     sub.live = true
     send(conn, { type: 'subscribed', id, channel })
     // the node's lifecycle event (node.started, or node.stopping while it drains) comes first
     const lifecycle = engine.events.lifecycle
-    if (channel === 'system' && lifecycle) deliver(conn, { type: 'event', id, channel: 'system', payload: lifecycle })
-  }
+    if (channel === 'system' && lifecycle) deliver(conn, { type: 'event', id, channel: 'system', payload: systemEventPayload(lifecycle) })
+  }, EVENT_SOCKET_OPERATIONS.subscribe)
 
   // ---- events ----------------------------------------------------------------------------------
 
   const onExecution = (event: ExecutionEvent): void => {
-    for (const conn of byTenant.get(event.tenant_id) ?? []) {
+    const conns = byTenant.get(event.tenant_id)
+    if (conns === undefined) return
+    // presented once per event, whatever the number of subscribers
+    let payload: ReturnType<typeof executionEventPayload> | undefined
+    for (const conn of conns) {
       for (const [id, sub] of conn.subscriptions) {
-        if (sub.live && sub.channel === 'executions' && matchesTarget(event, sub.target)) {
-          deliver(conn, { type: 'event', id, channel: 'executions', payload: event })
+        if (sub.live && sub.channel === 'executions' && executionEventMatches(event, conn.principal.tenant_id, sub.target)) {
+          deliver(conn, { type: 'event', id, channel: 'executions', payload: (payload ??= executionEventPayload(event)) })
         }
       }
     }
   }
   const onSystem = (event: SystemEvent): void => {
     const targets = event.tenant_id === null ? [...byTenant.values()].flatMap((s) => [...s]) : [...(byTenant.get(event.tenant_id) ?? [])]
+    let payload: ReturnType<typeof systemEventPayload> | undefined
     for (const conn of targets) {
+      if (!systemEventVisibleTo(event, conn.principal.tenant_id)) continue
       for (const [id, sub] of conn.subscriptions) {
-        if (sub.live && sub.channel === 'system') deliver(conn, { type: 'event', id, channel: 'system', payload: event })
+        if (sub.live && sub.channel === 'system') deliver(conn, { type: 'event', id, channel: 'system', payload: (payload ??= systemEventPayload(event)) })
       }
     }
   }
@@ -329,7 +351,7 @@ export function attachEventSocket(
     if (conn.closing) return
     if (conn.ws.bufferedAmount > init.maxBufferedBytes) {
       logger.warn({ tenant: conn.principal.tenant_id, buffered: conn.ws.bufferedAmount }, 'event socket client too slow; closing it')
-      metric('events.deliver', new SvcError('RATE_LIMITED', 'slow consumer'))
+      meterRefusal(EVENT_SOCKET_OPERATIONS.deliver, conn.credentials.ip, new SvcError('RATE_LIMITED', 'slow consumer'))
       closeConnection(conn, CLOSE.tryAgainLater, 'client too slow: send buffer limit exceeded')
       return
     }
@@ -341,13 +363,14 @@ export function attachEventSocket(
     conn.ws.send(JSON.stringify(frame))
   }
 
-  function sendError(conn: Connection, id: string | undefined, err: SvcError): void {
+  function sendError(conn: Connection, id: string | undefined, thrown: SvcError): void {
+    const err = publicErrorOf(thrown)
     send(conn, {
       type: 'error',
       ...(id === undefined ? {} : { id }),
       code: err.code,
       name: err.name satisfies ErrorName,
-      message: err.code === 1009 ? 'internal error' : err.message,
+      message: err.message,
     })
   }
 
@@ -402,9 +425,14 @@ export function attachEventSocket(
   }
 }
 
-function matchesTarget(e: ExecutionEvent, target: FunctionTarget | undefined): boolean {
-  if (target === undefined) return true
-  return e.rufid_short === target.short && (target.version === undefined || e.version === `v${target.version}`)
+/** An execution event as `/ws` sends it: the engine's event plus `full_rufid` (its `rufid` is the full RUFID too). */
+export function executionEventPayload(e: ExecutionEvent): ExecutionEvent & { full_rufid: string } {
+  return { ...e, full_rufid: e.rufid }
+}
+
+/** A system event as `/ws` sends it: plus `rufid_short` and `full_rufid` (null when it names no function). */
+export function systemEventPayload(e: SystemEvent): SystemEvent & { rufid_short: string | null; full_rufid: string | null } {
+  return { ...e, rufid_short: e.rufid === null ? null : parseRufid(e.rufid).short, full_rufid: e.rufid }
 }
 
 function rawText(data: RawData): string {
@@ -413,47 +441,17 @@ function rawText(data: RawData): string {
   return Buffer.from(data).toString('utf8')
 }
 
+/**
+ * The headers, else the `svc.bearer.` subprotocol, else `?token=` and `?namespace=` (browsers
+ * cannot set headers on a WebSocket): read by the doors' one credential reader.
+ */
 function credentialsOf(req: IncomingMessage, url: URL): CredentialInput {
-  const header = (name: string): string | undefined => {
-    const v = req.headers[name]
-    return typeof v === 'string' && v !== '' ? v : undefined
-  }
   const token = url.searchParams.get('token')
-  const socket = req.socket as Partial<TLSSocket>
-  const cert = socket.authorized && typeof socket.getPeerCertificate === 'function' ? socket.getPeerCertificate() : undefined
-  return {
-    authorization: header('authorization') ?? bearerOfSubprotocols(header('sec-websocket-protocol')) ?? (token ? `Bearer ${token}` : undefined),
-    namespace: header('x-svc-namespace') ?? (url.searchParams.get('namespace') || undefined),
-    ip: req.socket.remoteAddress ?? '',
-    clientCertificate: cert && cert.subject
-      ? { subject: Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join('\n'), fingerprint256: cert.fingerprint256 }
-      : undefined,
-  }
-}
-
-/** `Bearer <token>` from an offered `svc.bearer.<base64url>` subprotocol, if any. */
-function bearerOfSubprotocols(offered: string | undefined): string | undefined {
-  for (const protocol of offered?.split(',') ?? []) {
-    const p = protocol.trim()
-    if (!p.startsWith(BEARER_SUBPROTOCOL_PREFIX)) continue
-    const encoded = p.slice(BEARER_SUBPROTOCOL_PREFIX.length)
-    if (!/^[A-Za-z0-9_-]+$/.test(encoded)) return undefined
-    const token = Buffer.from(encoded, 'base64url').toString('utf8')
-    return token === '' ? undefined : `Bearer ${token}`
-  }
-  return undefined
-}
-
-/** HTTP status of a refused upgrade (this door's one mapping of svc codes). */
-function upgradeStatusOf(err: SvcError): number {
-  if (err.reason === 'unauthenticated') return 401
-  switch (err.code) {
-    case 1003: return 403
-    case 1005: return 429
-    case 1006: return 400
-    case 1010: return 503
-    default: return 500
-  }
+  return httpCredentialsOf(req, req.socket.remoteAddress ?? '', {
+    authorization: subprotocolBearerOf(req) ?? (token ? `Bearer ${token}` : undefined),
+    namespace: url.searchParams.get('namespace') || undefined,
+    preferGiven: false,
+  })
 }
 
 /** Answers a refused upgrade with an HTTP response carrying the REST error body, then closes. */
@@ -462,8 +460,8 @@ function rejectUpgrade(socket: Duplex, err: SvcError): void {
     socket.destroy()
     return
   }
-  const status = upgradeStatusOf(err)
-  const body = JSON.stringify({ error: err.code === 1009 ? { ...err.toJSON(), message: 'internal error', details: {} } : err.toJSON() })
+  const status = httpStatusOf(err)
+  const body = JSON.stringify(errorBody(publicErrorOf(err)))
   const headers = [
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`,
     'Content-Type: application/json',

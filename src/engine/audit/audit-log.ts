@@ -67,6 +67,9 @@ export type AuditReadRequest = Omit<AuditQuery, 'tenant' | 'within'> & { tenant?
 /** The `tenant` filter value that selects entries without a tenant (authentication failures). */
 export const AUDIT_NO_TENANT = '~none'
 
+/** The longest page `query` answers. */
+export const MAX_AUDIT_PAGE = 1000
+
 /** Refusals waiting to be summarised, at most this many callers at once (beyond: written one by one). */
 const MAX_PENDING_REFUSALS = 10_000
 
@@ -178,7 +181,7 @@ export class AuditLog {
   }
 
   async query(q: AuditQuery): Promise<{ items: AuditEntry[]; next_cursor: string | null }> {
-    const limit = Math.min(Math.max(Math.trunc(q.limit ?? 100), 1), 1000)
+    const limit = Math.min(Math.max(Math.trunc(q.limit ?? 100), 1), MAX_AUDIT_PAGE)
     const from = q.from === undefined ? undefined : parseTime(q.from, 'from')
     const to = q.to === undefined ? undefined : parseTime(q.to, 'to')
     const range: { gt?: string; gte?: string; lt?: string } = {}

@@ -29,10 +29,10 @@ export class AccessGate {
    * A Principal for these credentials, narrowed to `X-Svc-Namespace` (a child namespace of the
    * credential's tenant, never another tenant), or 1003 (401/403) or 1005. Rate limits are charged
    * to the credential and its own tenant before narrowing, so namespaces share the tenant's
-   * budget. `authenticated` hears who the caller is as soon as that is known, so a later refusal
-   * is audited under its tenant.
+   * budget. `caller.principal` is set as soon as the caller is known (before the rate limits are
+   * charged), so a later refusal is audited under its tenant.
    */
-  async admit(input: CredentialInput, authenticated?: (principal: Principal) => void): Promise<Principal> {
+  async admit(input: CredentialInput, caller?: { principal: Principal | undefined }): Promise<Principal> {
     let principal: Principal
     try {
       principal = await this.c.authenticator.authenticate(input)
@@ -40,7 +40,7 @@ export class AccessGate {
       if (err instanceof SvcError && err.reason === 'unauthenticated') await this.c.rateLimits.chargeUnauthenticated(input.ip)
       throw err
     }
-    authenticated?.(principal)
+    if (caller) caller.principal = principal
     // the budgets belong to the credential and its own tenant: charging the narrowed principal
     // would give every child namespace (acme.n1, acme.n2, …) a tenant budget of its own
     await this.c.rateLimits.charge(principal, input.ip)

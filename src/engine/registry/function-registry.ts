@@ -84,7 +84,8 @@ export interface ListQuery {
   offset?: number
 }
 
-const MAX_PAGE = 500
+/** The longest page `list` answers. */
+export const MAX_LIST_PAGE = 500
 
 export function functionIdOf(tenant: string, short: string, version: number): string {
   const h = createHash('sha256').update(`${tenant}:${short}:v${version}`).digest('hex')
@@ -296,7 +297,7 @@ export class FunctionRegistry {
   /** The newest live version of each function hash of the tenant, filtered and paginated. */
   async list(principal: Principal, query: ListQuery = {}): Promise<Page<FunctionVersion>> {
     requirePermission(principal, 'rufid.read')
-    const limit = clampInt(query.limit, 20, 1, MAX_PAGE)
+    const limit = clampInt(query.limit, 20, 1, MAX_LIST_PAGE)
     const offset = clampInt(query.offset, 0, 0, Number.MAX_SAFE_INTEGER)
     const newest = new Map<string, FunctionVersion>()
     for await (const fn of this.store.functionsOfTenant(principal.tenant_id)) {

@@ -109,9 +109,12 @@ export interface QueryInput {
   offset?: number | undefined
 }
 
+/** The longest page a marketplace search answers. */
+export const MAX_SEARCH_PAGE = 100
+
 /** Reads a query: limit 1–100 (default 20), offset ≥ 0; more than MAX_QUERY_WORDS distinct words is 1006. */
 export function compileQuery(query: QueryInput): CompiledQuery {
-  const limit = Math.min(Math.max(Math.trunc(Number.isFinite(query.limit) ? query.limit! : 20), 1), 100)
+  const limit = Math.min(Math.max(Math.trunc(Number.isFinite(query.limit) ? query.limit! : 20), 1), MAX_SEARCH_PAGE)
   const offset = Math.max(Math.trunc(Number.isFinite(query.offset) ? query.offset! : 0), 0)
   const text = query.q?.trim() ?? ''
   const words = [...new Set(wordsOf(text))]

@@ -1,5 +1,5 @@
 import { validationFailed } from '../../core/errors.js'
-import type { FunctionTarget, FunctionRegistry } from '../registry/function-registry.js'
+import { fullRufidOf, type FunctionTarget, type FunctionRegistry } from '../registry/function-registry.js'
 import type { CatalogStore } from '../storage/catalog-store.js'
 import type { Principal } from '../types.js'
 import { finishedExecutions, parseWindow, percentile, telemetryRufidOf } from './telemetry.js'
@@ -15,7 +15,11 @@ export interface TelemetryBucket {
 
 /** A function's telemetry over a window cut into equal buckets, oldest first (for charts). */
 export interface TelemetrySeries {
+  /** as asked: the short RUFID (every version) or the full one (that version) */
   rufid: string
+  rufid_short: string
+  /** the full RUFID of the version asked for, or of the newest live one */
+  full_rufid: string
   window: string
   bucket_ms: number
   buckets: TelemetryBucket[]
@@ -52,6 +56,8 @@ export async function functionTelemetrySeries(
   }
   return {
     rufid: telemetryRufidOf(fn, target),
+    rufid_short: fn.rufid_short,
+    full_rufid: fullRufidOf(fn),
     window,
     bucket_ms: bucketMs,
     buckets: latencies.map((values, i) => {

@@ -1,8 +1,7 @@
 import { validationFailed } from '../../core/errors.js'
-import { formatRufid } from '../../core/rufid.js'
 import { requirePermission } from '../authz.js'
 import { timeOrderedLowerBound } from '../ids.js'
-import type { FunctionTarget, FunctionRegistry } from '../registry/function-registry.js'
+import { fullRufidOf, type FunctionTarget, type FunctionRegistry } from '../registry/function-registry.js'
 import type { CatalogStore } from '../storage/catalog-store.js'
 import type { FunctionVersion, Principal } from '../types.js'
 
@@ -11,7 +10,11 @@ const MAX_WINDOW_MS = 30 * 86_400_000
 
 /** decisions.md telemetry response. */
 export interface FunctionTelemetry {
+  /** as asked: the short RUFID (every version) or the full one (that version) */
   rufid: string
+  rufid_short: string
+  /** the full RUFID of the version asked for, or of the newest live one */
+  full_rufid: string
   window: string
   executions: number
   latency_ms: { p50: number; p95: number; p99: number; max: number }
@@ -79,7 +82,7 @@ export async function finishedExecutions(
 
 /** The `rufid` field of a telemetry answer: the short RUFID, or the full one when a version was named. */
 export const telemetryRufidOf = (fn: FunctionVersion, target: FunctionTarget): string =>
-  target.version === undefined ? fn.rufid_short : formatRufid(fn.rufid_short, target.version, fn.tenant_id)
+  target.version === undefined ? fn.rufid_short : fullRufidOf(fn)
 
 /** Latency percentiles, error rate and cost of one function from its execution records in a window. */
 export async function functionTelemetry(
@@ -99,6 +102,8 @@ export async function functionTelemetry(
   const round = (x: number) => Math.round(x * 1000) / 1000
   return {
     rufid: telemetryRufidOf(fn, target),
+    rufid_short: fn.rufid_short,
+    full_rufid: fullRufidOf(fn),
     window,
     executions: n,
     latency_ms: { p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99), max: n ? latencies[n - 1]! : 0 },

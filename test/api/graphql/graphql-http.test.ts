@@ -15,10 +15,10 @@ const CREATE = /* GraphQL */ `
     createFunction(input: $input) {
       rufid shortRufid name signature language version createdAt
       metrics { usageCount avgExecutionTimeMs successRate }
-      tags description contentDigest author tenantId importStatement shareUrl apiEndpoint
+      tags description contentDigest author tenantId importStatement shareUrl apiEndpoint fullRufid
     }
   }`
-const EXECUTE = `mutation Run($rufid: String!, $args: JSON!) { executeFunction(rufid: $rufid, args: $args) { result executionTimeMs status executionId } }`
+const EXECUTE = `mutation Run($rufid: String!, $args: JSON!) { executeFunction(rufid: $rufid, args: $args) { result executionTimeMs status executionId shortRufid fullRufid } }`
 
 const inputOf = (def: { function_name: string; source_code: string; signature: string; language: string; tags?: string[]; description?: string }) => ({
   functionName: def.function_name,
@@ -82,6 +82,7 @@ describe('GraphQL over HTTP', () => {
       tenantId: 'acme',
       importStatement: `const add = (await import('svc://${expected.rufid_short}')).default`,
       apiEndpoint: `/api/v1/functions/${expected.rufid_short}/execute`,
+      fullRufid: `rufid:${expected.rufid_short}:v1:acme`,
     })
     const fn = again.body.data!.createFunction as { createdAt: string }
     expect(new Date(fn.createdAt).toISOString()).toBe(fn.createdAt)
@@ -89,7 +90,7 @@ describe('GraphQL over HTTP', () => {
     const run = await node.gql(EXECUTE, { rufid: addShort, args: { a: 2, b: 3 } })
     expect(run.status).toBe(200)
     expect(run.body.errors).toBeUndefined()
-    expect(run.body.data!.executeFunction).toMatchObject({ result: 5, status: 'success' })
+    expect(run.body.data!.executeFunction).toMatchObject({ result: 5, status: 'success', shortRufid: addShort, fullRufid: `rufid:${addShort}:v1:acme` })
     const r = run.body.data!.executeFunction as { executionTimeMs: number; executionId: string }
     expect(r.executionTimeMs).toBeTypeOf('number')
     expect(r.executionId).toMatch(/^ex_/)

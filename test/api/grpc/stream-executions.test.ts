@@ -70,6 +70,7 @@ describe('gRPC door: StreamExecutions', () => {
       execution_id: record.execution_id,
       rufid: mine.rufid,
       rufid_short: mine.rufid_short,
+      full_rufid: mine.rufid,
       version: 'v1',
       tenant_id: 'acme',
       function_name: 'add',

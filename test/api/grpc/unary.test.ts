@@ -36,9 +36,13 @@ describe('gRPC door: unary RPCs', () => {
       content_digest: expected.content_digest,
       api_endpoint: `/api/v1/functions/${expected.rufid_short}/execute`,
       created: true,
+      // proto3 `optional`: present on the wire (the virtual oneof names it)
+      _created: 'created',
+      full_rufid: `rufid:${expected.rufid_short}:v1:acme`,
     })
-    // identical content is idempotent
-    expect(await create(addJs)).toMatchObject({ rufid: created.rufid, created: false })
+    // identical content is idempotent, and `created: false` is sent (explicit presence), not left out
+    const repeat = await create(addJs)
+    expect(repeat).toMatchObject({ rufid: created.rufid, created: false, _created: 'created' })
 
     const resolved = await resolve({ rufid: expected.rufid_short, version: 'v1' })
     expect(resolved).toMatchObject({

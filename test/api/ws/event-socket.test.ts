@@ -96,14 +96,17 @@ describe('/ws event socket', () => {
     }
     const created = await node.rest('/api/v1/functions/create', 'POST', { ...addJs, function_name: 'sum3', source_code: 'function sum3(a, b) { return a + b + 3 }' })
     const system = await acme.next((f) => f.type === 'event' && f.channel === 'system')
-    expect(system).toMatchObject({ id: '2', payload: { type: 'function.created', tenant_id: 'acme', rufid: created.body.rufid } })
+    expect(system).toMatchObject({
+      id: '2',
+      payload: { type: 'function.created', tenant_id: 'acme', rufid: created.body.rufid, rufid_short: created.body.rufid_short, full_rufid: created.body.rufid },
+    })
 
     const run = await node.rest(`/api/v1/functions/${addShort}/execute`, 'POST', { arguments: { a: 2, b: 3 } })
     const event = await acme.next((f) => f.type === 'event' && f.channel === 'executions')
     expect(event).toEqual({
       type: 'event', id: '1', channel: 'executions',
       payload: expect.objectContaining({
-        execution_id: run.body.execution_id, rufid: `rufid:${addShort}:v1:acme`, rufid_short: addShort, version: 'v1',
+        execution_id: run.body.execution_id, rufid: `rufid:${addShort}:v1:acme`, rufid_short: addShort, full_rufid: `rufid:${addShort}:v1:acme`, version: 'v1',
         tenant_id: 'acme', function_name: 'add', status: 'success', error_code: null,
       }),
     })

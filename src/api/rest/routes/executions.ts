@@ -1,20 +1,29 @@
-import type { Router } from '@koa/router'
-import type { RestApiComponents, RestState } from '../app.js'
-import { principalOf } from '../app.js'
-import { executionRecordBody } from '../presenters.js'
+import type { Engine } from '../../../engine/index.js'
+import { CALLER_ERRORS, defineRoute, type RestRoute } from '../operation.js'
+import { executionLogsBody, executionRecordBody } from '../presenters.js'
+import { executionLogsSchema, executionRecordSchema } from './response-schemas.js'
 
 /** Reading execution records (decisions.md "Execution record"). */
-export function registerExecutionRoutes(router: Router<RestState>, { engine }: RestApiComponents): void {
-  router.get('/v1/executions/:id', async (ctx) => {
-    ctx.state.operation = 'execution.read'
-    const principal = await principalOf(ctx, engine)
-    ctx.body = executionRecordBody(await engine.executions.get(principal, ctx.params.id))
-  })
+export function executionRoutes(engine: Engine): RestRoute<never, unknown>[] {
+  return [
+    defineRoute({
+      method: 'get', path: '/v1/executions/:id', operation: 'execution.read',
+      summary: 'An execution record (`tenant` is a deprecated alias of `tenant_id`)',
+      responses: { 200: executionRecordSchema },
+      errors: [...CALLER_ERRORS, 400, 404],
+      async handle(principal, ctx) {
+        return executionRecordBody(await engine.executions.get(principal!, ctx.params.id!))
+      },
+    }),
 
-  router.get('/v1/executions/:id/logs', async (ctx) => {
-    ctx.state.operation = 'execution.logs'
-    const principal = await principalOf(ctx, engine)
-    const record = await engine.executions.get(principal, ctx.params.id)
-    ctx.body = { execution_id: record.execution_id, status: record.status, logs: record.logs }
-  })
+    defineRoute({
+      method: 'get', path: '/v1/executions/:id/logs', operation: 'execution.logs',
+      summary: 'Console output of an execution',
+      responses: { 200: executionLogsSchema },
+      errors: [...CALLER_ERRORS, 400, 404],
+      async handle(principal, ctx) {
+        return executionLogsBody(await engine.executions.get(principal!, ctx.params.id!))
+      },
+    }),
+  ]
 }

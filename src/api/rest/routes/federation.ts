@@ -1,11 +1,14 @@
-import type { Router } from '@koa/router'
 import { SvcError } from '../../../core/errors.js'
 import { requirePermission, type Engine, type FederationPort } from '../../../engine/index.js'
-import type { RestApiComponents, RestState } from '../app.js'
-import { principalOf } from '../app.js'
+import { BODY_ERRORS, CALLER_ERRORS, defineRoute, rufidOfPath, type RestRoute } from '../operation.js'
 import { bodyOf } from '../request.js'
+import { registrationRequestSchema, syncRequestSchema } from './request-schemas.js'
+import {
+  catalogDigestSchema, conflictListSchema, discoverySchema, memberListSchema, registrationAnswerSchema, syncBatchSchema,
+} from './response-schemas.js'
 
-const federationOf = (engine: Engine): FederationPort => {
+/** The federation port of the engine; 2001 when this node is not a federation member. */
+export const federationOf = (engine: Engine): FederationPort => {
   const port = engine.federation
   if (port === undefined) throw new SvcError('FEDERATION_UNREACHABLE', 'this node is not a federation member (federation.enabled is false)')
   return port
@@ -15,47 +18,79 @@ const federationOf = (engine: Engine): FederationPort => {
  * Federation (service-spec §4.6, decisions.md "Federation"): registration and node list,
  * discovery, incremental sync, the catalog digest and recorded conflicts.
  */
-export function registerFederationRoutes(router: Router<RestState>, { engine }: RestApiComponents): void {
-  // a node registers with its certificate (checked against the federation CA and its node_id)
-  router.post('/api/v1/federation/nodes', async (ctx) => {
-    ctx.state.operation = 'federation.register'
-    const nodes = await federationOf(engine).register(bodyOf(ctx))
-    ctx.status = 201
-    ctx.body = { nodes }
-  })
+export function federationRoutes(engine: Engine): RestRoute<never, unknown>[] {
+  return [
+    defineRoute({
+      // a node registers with its certificate (checked against the federation CA and its node_id)
+      method: 'post', path: '/api/v1/federation/nodes', operation: 'federation.register', access: 'public',
+      summary: 'Register a node by its federation certificate (2001 when this node has no federation)',
+      request: registrationRequestSchema,
+      responses: { 201: registrationAnswerSchema },
+      errors: [...BODY_ERRORS, 403, 502],
+      async handle(_principal, ctx) {
+        const nodes = await federationOf(engine).register(bodyOf(ctx))
+        ctx.status = 201
+        return { nodes }
+      },
+    }),
 
-  router.get('/api/v1/federation/nodes', async (ctx) => {
-    ctx.state.operation = 'federation.nodes'
-    requirePermission(await principalOf(ctx, engine), 'rufid.read')
-    const port = federationOf(engine)
-    ctx.body = { node_id: port.nodeId, nodes: port.nodes() }
-  })
+    defineRoute({
+      method: 'get', path: '/api/v1/federation/nodes', operation: 'federation.nodes',
+      summary: 'Federation members',
+      responses: { 200: memberListSchema },
+      errors: [...CALLER_ERRORS, 502],
+      async handle(principal) {
+        requirePermission(principal!, 'rufid.read')
+        const port = federationOf(engine)
+        return { node_id: port.nodeId, nodes: port.nodes() }
+      },
+    }),
 
-  router.get('/api/v1/federation/discover/:rufid', async (ctx) => {
-    ctx.state.operation = 'federation.discover'
-    const principal = await principalOf(ctx, engine)
-    requirePermission(principal, 'rufid.read')
-    ctx.state.rufid = ctx.params.rufid
-    ctx.body = await federationOf(engine).discover(principal, ctx.params.rufid!)
-  })
+    defineRoute({
+      method: 'get', path: '/api/v1/federation/discover/:rufid', operation: 'federation.discover',
+      summary: 'Nodes that provide a RUFID (DHT and catalog)',
+      responses: { 200: discoverySchema },
+      errors: [...CALLER_ERRORS, 400, 404, 502],
+      rufidOf: rufidOfPath,
+      async handle(principal, ctx) {
+        requirePermission(principal!, 'rufid.read')
+        return federationOf(engine).discover(principal!, ctx.params.rufid!)
+      },
+    }),
 
-  router.post('/api/v1/federation/sync', async (ctx) => {
-    ctx.state.operation = 'federation.sync'
-    requirePermission(await principalOf(ctx, engine), 'rufid.admin')
-    ctx.body = await federationOf(engine).sync(bodyOf(ctx) as never)
-  })
+    defineRoute({
+      method: 'post', path: '/api/v1/federation/sync', operation: 'federation.sync',
+      summary: "Incremental sync (admin): applies the caller's changes, answers this node's above its vector",
+      request: syncRequestSchema,
+      responses: { 200: syncBatchSchema },
+      errors: [...CALLER_ERRORS, ...BODY_ERRORS, 409, 502],
+      async handle(principal, ctx) {
+        requirePermission(principal!, 'rufid.admin')
+        return federationOf(engine).sync(bodyOf(ctx) as never)
+      },
+    }),
 
-  router.get('/api/v1/federation/catalog/digest', async (ctx) => {
-    ctx.state.operation = 'system.federation_digest'
-    const { digest, entries } = await engine.replication.digest()
-    ctx.body = { digest, entries, vector: engine.replication.versionVector() }
-  })
+    defineRoute({
+      method: 'get', path: '/api/v1/federation/catalog/digest', operation: 'system.federation_digest', access: 'public',
+      summary: 'Digest of the replicated catalog, to compare nodes',
+      responses: { 200: catalogDigestSchema },
+      errors: [],
+      async handle() {
+        const { digest, entries } = await engine.replication.digest()
+        return { digest, entries, vector: engine.replication.versionVector() }
+      },
+    }),
 
-  router.get('/api/v1/federation/conflicts', async (ctx) => {
-    ctx.state.operation = 'federation.conflicts'
-    const principal = await principalOf(ctx, engine)
-    requirePermission(principal, 'rufid.read')
-    const admin = principal.permissions.has('rufid.admin')
-    ctx.body = { items: await engine.replication.conflicts(admin ? {} : { tenant: principal.tenant_id }) }
-  })
+    defineRoute({
+      method: 'get', path: '/api/v1/federation/conflicts', operation: 'federation.conflicts',
+      summary: 'Recorded catalog conflicts (admins see every tenant)',
+      responses: { 200: conflictListSchema },
+      errors: [...CALLER_ERRORS],
+      async handle(principal) {
+        requirePermission(principal!, 'rufid.read')
+        const admin = principal!.permissions.has('rufid.admin')
+        return { items: await engine.replication.conflicts(admin ? {} : { tenant: principal!.tenant_id }) }
+      },
+    }),
+  ]
 }

@@ -1,36 +1,29 @@
-import type { Router } from '@koa/router'
-import { fullRufidOf, importStatement } from '../../../engine/index.js'
-import type { RestApiComponents, RestState } from '../app.js'
-import { principalOf } from '../app.js'
-import { queryString } from '../request.js'
+import type { Engine } from '../../../engine/index.js'
+import { CALLER_ERRORS, defineRoute, FUNCTION_ERRORS, rufidOfPath, type RestRoute } from '../operation.js'
+import { sourceBody } from '../presenters.js'
+import { rufidParamSchema, versionQuerySchema } from './request-schemas.js'
+import { functionSourceSchema } from './response-schemas.js'
 
 /**
  * `GET /api/v1/functions/{rufid}/source`: the source code of a version (the newest live one without
- * `version`), with what a reader needs beside it (signature, digest, each client's import statement). Needs rufid.read, like resolve; a node that lacks
- * the code (replicated metadata) fetches it from a member first, digest-checked.
+ * `version`), with what a reader needs beside it (signature, digest, each client's import
+ * statement). Needs rufid.read, like resolve; a node that lacks the code (replicated metadata)
+ * fetches it from a member first, digest-checked.
  */
-export function registerFunctionSourceRoutes(router: Router<RestState>, { engine }: RestApiComponents): void {
-  router.get('/api/v1/functions/:rufid/source', async (ctx) => {
-    ctx.state.operation = 'rufid.source'
-    ctx.state.rufid = ctx.params.rufid
-    const principal = await principalOf(ctx, engine)
-    const target = engine.functions.target(principal, ctx.params.rufid, queryString(ctx.query.version))
-    const { fn } = await engine.functions.resolve(principal, target)
-    ctx.body = {
-      rufid: fullRufidOf(fn),
-      rufid_short: fn.rufid_short,
-      version: `v${fn.version}`,
-      function_name: fn.function_name,
-      language: fn.language,
-      signature: fn.signature,
-      content_digest: fn.content_digest,
-      source_code: fn.source_code,
-      // how each client imports it (decisions.md "Import statements")
-      imports: {
-        typescript: importStatement('typescript', fn.rufid_short, fn.function_name),
-        python: importStatement('python', fn.rufid_short, fn.function_name),
-        go: importStatement('go', fn.rufid_short, fn.function_name),
+export function functionSourceRoutes(engine: Engine): RestRoute<never, unknown>[] {
+  return [
+    defineRoute({
+      method: 'get', path: '/api/v1/functions/:rufid/source', operation: 'rufid.source',
+      summary: 'Source code of a version (the newest live one without version), with its signature, digest and import statements',
+      query: versionQuerySchema, params: { rufid: rufidParamSchema },
+      responses: { 200: functionSourceSchema },
+      errors: [...CALLER_ERRORS, ...FUNCTION_ERRORS],
+      rufidOf: rufidOfPath,
+      async handle(principal, ctx) {
+        const target = engine.functions.target(principal!, ctx.params.rufid, ctx.state.query.version)
+        const { fn } = await engine.functions.resolve(principal!, target)
+        return sourceBody(fn)
       },
-    }
-  })
+    }),
+  ]
 }

@@ -1,7 +1,9 @@
-import type { Router } from '@koa/router'
-import type { RestApiComponents, RestState } from '../app.js'
+import type { Engine } from '../../../engine/index.js'
+import { defineRoute, type RestRoute } from '../operation.js'
+import { readinessOf } from './system.js'
+import { nodeAboutSchema } from './response-schemas.js'
 
-/** What the node tells anyone about itself (`GET /api/v1/node/info`, no credentials needed). */
+/** What `GET /api/v1/node/info` states about the node. */
 export interface NodeInfoInit {
   version: string
   /** sandbox worker processes (config execution.workers) */
@@ -13,25 +15,32 @@ export interface NodeInfoInit {
 /**
  * `GET /api/v1/node/info`: version, uptime, readiness, how callers authenticate (the console reads
  * it to know whether to ask for a key), sandbox workers and whether the node is a federation
- * member. Public like /healthz and /readyz: it names no tenant, key or function.
+ * member. Public like /healthz and /readyz, and like them metered, not audited: it names no
+ * tenant, key or function.
  */
-export function registerNodeInfoRoutes(router: Router<RestState>, init: NodeInfoInit | undefined, { engine, isDraining }: RestApiComponents): void {
-  router.get('/api/v1/node/info', (ctx) => {
-    ctx.state.operation = 'system.node_info'
-    const draining = isDraining?.() ?? false
-    const ready = engine.ready && !draining
-    const lifecycle = engine.events.lifecycle
-    ctx.set('Cache-Control', 'no-store')
-    ctx.body = {
-      name: 'svc-node',
-      version: init?.version ?? '0.0.0',
-      status: ready ? 'ready' : draining ? 'draining' : 'starting',
-      ready,
-      started_at: lifecycle?.type === 'node.started' ? lifecycle.timestamp : null,
-      uptime_s: Math.round(process.uptime()),
-      auth_mode: engine.authMode,
-      sandbox: { workers: init?.sandboxWorkers ?? null },
-      federation: { enabled: init?.federation ?? engine.federation !== undefined },
-    }
-  })
+export function nodeInfoRoutes(engine: Engine, init: NodeInfoInit | undefined, c: { isDraining?: (() => boolean) | undefined }): RestRoute<never, unknown>[] {
+  return [
+    defineRoute({
+      method: 'get', path: '/api/v1/node/info', operation: 'system.node_info', access: 'public',
+      summary: 'Version, uptime, readiness, auth mode, sandbox workers, federation on/off (no credentials needed)',
+      responses: { 200: nodeAboutSchema },
+      errors: [],
+      async handle(_principal, ctx) {
+        const { ready, status } = readinessOf(engine, c.isDraining)
+        const lifecycle = engine.events.lifecycle
+        ctx.set('Cache-Control', 'no-store')
+        return {
+          name: 'svc-node' as const,
+          version: init?.version ?? '0.0.0',
+          status,
+          ready,
+          started_at: lifecycle?.type === 'node.started' ? lifecycle.timestamp : null,
+          uptime_s: Math.round(process.uptime()),
+          auth_mode: engine.authMode,
+          sandbox: { workers: init?.sandboxWorkers ?? null },
+          federation: { enabled: init?.federation ?? engine.federation !== undefined },
+        }
+      },
+    }),
+  ]
 }

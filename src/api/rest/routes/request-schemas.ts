@@ -1,7 +1,8 @@
 import { z } from 'zod'
 import { validationFailed } from '../../../core/errors.js'
 import { FULL_RUFID, SHORT_RUFID, VERSION_LABEL } from '../../../core/rufid.js'
-import { BRANCH_NAME, createInputSchema } from '../../../engine/index.js'
+import { MAX_BRANCH_KEY_LENGTH, MIN_BRANCH_KEY_LENGTH } from '../../../engine/branches/branch-keys.js'
+import { BRANCH_NAME, createInputSchema, MAX_AUDIT_PAGE, MAX_LIST_PAGE, MAX_SEARCH_PAGE, MAX_TELEMETRY_BUCKETS } from '../../../engine/index.js'
 
 /**
  * Request bodies the REST door checks itself (the engine validates the rest with its own zod
@@ -13,6 +14,9 @@ import { BRANCH_NAME, createInputSchema } from '../../../engine/index.js'
 
 const rufid = z.string().regex(new RegExp(`${SHORT_RUFID.source}|${FULL_RUFID.source}`))
   .describe('short RUFID (12 characters) or full RUFID rufid:<hash>:v<n>:<tenant>')
+
+/** Path parameter {rufid} (checked by `FunctionRegistry.target`: 1001 when malformed) */
+export const rufidParamSchema = rufid
 const version = z.union([z.string().regex(VERSION_LABEL), z.literal('')]).nullable().optional()
   .describe('v<n>: that version (absent, empty or null: the newest live version)')
 /** What a function is called with (execution-service's normalizeArguments). */
@@ -33,14 +37,172 @@ export const invokeRequestSchema = z.object({ function_name: functionName, argum
 /** Path parameter {branch} of invoke */
 export const branchNameSchema = z.string().regex(BRANCH_NAME)
 
+/** What a deploy body adds to a create body (the engine's deploy schema checks the same rules). */
+export const branchFields = {
+  branch: branchNameSchema.optional().describe('default main'),
+  branch_key: z.string().min(MIN_BRANCH_KEY_LENGTH).max(MAX_BRANCH_KEY_LENGTH).nullable().optional()
+    .describe('required to move an existing branch; a new branch gets this key, or a minted one'),
+}
+
+/** POST /api/v1/execution/execute (service-spec §4.3); the engine reads it (native-execution.ts). */
+export const nativeExecuteRequestSchema = z.object({
+  rufid: z.string().describe('rufid:<hash>, the short or the full RUFID'),
+  function_name: z.string().optional(),
+  namespace: z.string().optional().describe('the namespace to run in when the X-Svc-Namespace header is absent'),
+  source_code: z.string().optional().describe('registers the function when the RUFID is unknown and the source hashes to it'),
+  input_data: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(),
+  signature: z.string().optional(),
+  language: z.string().optional(),
+})
+
+/** POST /api/v1/functions/signature: a source to derive the signature from, or a signature to read. */
+export const signatureRequestSchema = z.union([
+  z.object({
+    function_name: z.string().min(1).max(128),
+    language: z.string().min(1).max(32),
+    source_code: z.string().min(1).max(1024 * 1024),
+  }).strict(),
+  z.object({ signature: z.string().max(1024) }).strict(),
+])
+
+/** POST /api/v1/federation/nodes (service-spec §2.7); federation checks it (documentation only). */
+export const registrationRequestSchema = z.object({
+  node_id: z.string().describe('libp2p PeerId'),
+  endpoint: z.string(),
+  capabilities: z.object({ languages: z.array(z.string()), max_concurrent: z.int(), protocols: z.array(z.string()) }).partial().optional(),
+  auth: z.object({ certificate: z.string().describe('PEM node certificate issued by the federation CA, binding node_id'), public_key: z.string().optional() }),
+})
+
+/** POST /api/v1/federation/sync; federation checks it (documentation only). */
+export const syncRequestSchema = z.object({
+  added: z.array(z.record(z.string(), z.unknown())),
+  updated: z.array(z.record(z.string(), z.unknown())),
+  deleted: z.array(z.record(z.string(), z.unknown())),
+  timestamp: z.string(),
+  vector: z.record(z.string(), z.number()).describe('origin → highest sequence seen'),
+}).partial()
+
 /** Parses a request body with one of the schemas above; 1006 with the JSON pointer of every problem. */
 export function parseRequest<T>(schema: z.ZodType<T>, body: unknown, what: string): T {
   const parsed = schema.safeParse(body)
   if (parsed.success) return parsed.data
-  const problems = parsed.error.issues.map((issue) => ({
+  throw problemsOf(parsed.error, `invalid ${what}`)
+}
+
+function problemsOf(error: z.ZodError, what: string): ReturnType<typeof validationFailed> {
+  const problems = error.issues.map((issue) => ({
     pointer: issue.path.map((p) => '/' + String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join(''),
     message: issue.message,
   }))
   const first = problems[0]
-  throw validationFailed(`invalid ${what}: ${first ? `${first.pointer || '/'} ${first.message}` : 'rejected'}`, problems)
+  return validationFailed(`${what}: ${first ? `${first.pointer || '/'} ${first.message}` : 'rejected'}`, problems)
+}
+
+// ---- query parameters ------------------------------------------------------------------------
+//
+// Every query parameter of every route is declared in one of these and parsed strictly before the
+// caller is admitted: a number that is not one (`limit=abc`), out of its range (`limit=0`), or a
+// parameter given twice is 1006 naming it. Parameters a route does not declare are ignored. A
+// `version` or `rufid` keeps the RUFID grammar's own check (1001, `FunctionRegistry.target`): its
+// pattern is declared for the document only.
+
+const pageLimit = (max: number) => z.int().min(1).max(max).optional().describe(`page size, 1 to ${max} (default 20)`)
+const pageOffset = z.int().min(0).optional().describe('items to skip (default 0)')
+const commaList = z.array(z.string()).optional()
+const versionQuery = z.string().optional().meta({ pattern: VERSION_LABEL.source })
+  .describe('v<n>: that version (absent or empty: the newest live version, or every live version for a delete)')
+
+/** GET /api/v1/functions */
+export const listQuerySchema = z.object({
+  search: z.string().optional().describe('words to find in name, description, signature and tags'),
+  tags: commaList.describe('comma-separated tags; a function must carry all of them'),
+  limit: pageLimit(MAX_LIST_PAGE),
+  offset: pageOffset,
+})
+
+/** GET and DELETE /api/v1/functions/{rufid}, GET …/export */
+export const versionQuerySchema = z.object({ version: versionQuery })
+
+/** GET /v1/marketplace/functions/search (decisions.md "/v1 group field names") */
+export const searchQuerySchema = z.object({
+  q: z.string().optional().describe('search text'),
+  language: z.string().optional(),
+  author: z.string().optional().describe('exactly this author (the publishing user)'),
+  tags: commaList.describe('comma-separated tags'),
+  limit: pageLimit(MAX_SEARCH_PAGE),
+  offset: pageOffset,
+})
+
+/** GET /v1/telemetry/functions/{rufid} */
+export const telemetryQuerySchema = z.object({
+  window: z.string().optional().meta({ pattern: '^[1-9][0-9]{0,6}[smhd]$' }).describe('a duration such as 30s, 15m, 6h or 7d, at most 30d (default 15m)'),
+})
+
+/** GET /v1/telemetry/functions/{rufid}/series */
+export const telemetrySeriesQuerySchema = z.object({
+  window: telemetryQuerySchema.shape.window.describe('a duration such as 30s, 15m, 6h or 7d, at most 30d (default 1h)'),
+  buckets: z.int().min(1).max(MAX_TELEMETRY_BUCKETS).optional().describe(`buckets the window is cut into, 1 to ${MAX_TELEMETRY_BUCKETS} (default 30)`),
+  version: versionQuery,
+})
+
+/** GET /api/v1/functions/branches */
+export const branchQuerySchema = z.object({ function_name: z.string().optional().describe('one lineage only') })
+
+/** GET /api/v1/audit */
+export const auditQuerySchema = z.object({
+  from: z.string().optional().describe('ISO 8601 time: entries at or after it'),
+  to: z.string().optional().describe('ISO 8601 time: entries at or before it'),
+  tenant: z.string().optional().describe('one tenant (an operator: any; ~none: entries without a tenant)'),
+  operation: z.string().optional(),
+  rufid: z.string().optional(),
+  limit: z.int().min(1).max(MAX_AUDIT_PAGE).optional().describe(`page size, 1 to ${MAX_AUDIT_PAGE} (default 100)`),
+  cursor: z.string().optional().describe('next_cursor of the previous page'),
+})
+
+/** The kind of value a query parameter's schema holds (optional, default and pipes unwrapped): `number`, `integer`, `array`, … */
+function kindOf(schema: z.ZodType): string {
+  let def = schema._zod.def as { type: string; format?: string; innerType?: z.ZodType; in?: z.ZodType }
+  while (def.innerType !== undefined || def.type === 'pipe') {
+    const inner = def.innerType ?? def.in!
+    def = inner._zod.def as typeof def
+  }
+  return def.type === 'number' && (def.format === 'safeint' || def.format === 'int32') ? 'integer' : def.type
+}
+
+const INTEGER_TEXT = /^-?(0|[1-9][0-9]*)$/
+const NUMBER_TEXT = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/
+
+/**
+ * The query parameters a schema declares, read from Koa's parsed query string: numbers from their
+ * decimal text, lists from comma-separated text; 1006 with a pointer per problem.
+ */
+export function parseQuery<T extends z.ZodObject<z.ZodRawShape>>(schema: T, raw: Record<string, string | string[] | undefined>): z.output<T> {
+  const values: Record<string, unknown> = {}
+  const problems: Array<{ pointer: string; message: string }> = []
+  for (const [name, field] of Object.entries(schema.shape)) {
+    const given = raw[name]
+    if (given === undefined) continue
+    if (Array.isArray(given)) {
+      problems.push({ pointer: `/${name}`, message: `query parameter ${name} is given ${given.length} times; give it once` })
+      continue
+    }
+    const kind = kindOf(field as z.ZodType)
+    if (kind === 'number' || kind === 'integer') {
+      if (given === '') continue
+      const integer = kind === 'integer'
+      if (!(integer ? INTEGER_TEXT : NUMBER_TEXT).test(given)) {
+        problems.push({ pointer: `/${name}`, message: `query parameter ${name} must be ${integer ? 'an integer' : 'a number'}, not ${JSON.stringify(given)}` })
+        continue
+      }
+      values[name] = Number(given)
+    } else if (kind === 'array') {
+      if (given !== '') values[name] = given.split(',')
+    } else {
+      values[name] = given
+    }
+  }
+  if (problems.length > 0) throw validationFailed(`invalid query: ${problems[0]!.message}`, problems)
+  const parsed = schema.safeParse(values)
+  if (parsed.success) return parsed.data
+  throw problemsOf(parsed.error, 'invalid query')
 }

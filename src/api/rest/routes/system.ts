@@ -1,37 +1,71 @@
-import type { Router } from '@koa/router'
-import { requirePermission } from '../../../engine/index.js'
-import type { RestApiComponents, RestApiInit, RestState } from '../app.js'
-import { principalOf } from '../app.js'
-import { buildOpenApi } from '../openapi.js'
+import { requirePermission, type Engine } from '../../../engine/index.js'
+import { CALLER_ERRORS, defineRoute, type RestRoute } from '../operation.js'
+import { healthSchema, readinessSchema } from './response-schemas.js'
 
-/** Liveness, readiness and Prometheus metrics. */
-export function registerSystemRoutes(router: Router<RestState>, init: RestApiInit, { engine, isDraining }: RestApiComponents): void {
-  router.get('/healthz', (ctx) => {
-    ctx.state.operation = 'system.health'
-    ctx.body = { status: 'ok', pid: process.pid, uptime_s: Math.round(process.uptime()) }
-  })
+export interface SystemRoutesInit {
+  /** `/metrics` open to anyone (`public`), to admin credentials (`admin`) or not served (`disabled`) */
+  metricsAccess: 'public' | 'admin' | 'disabled'
+}
 
-  router.get('/readyz', (ctx) => {
-    ctx.state.operation = 'system.ready'
-    const draining = isDraining?.() ?? false
-    const ready = engine.ready && !draining
-    ctx.status = ready ? 200 : 503
-    ctx.body = { status: ready ? 'ready' : draining ? 'draining' : 'starting' }
-  })
+/** Whether the node serves: ready once started, unless it drains before shutdown (readyz, node info). */
+export function readinessOf(engine: Engine, isDraining: (() => boolean) | undefined): { ready: boolean; status: 'ready' | 'starting' | 'draining' } {
+  const draining = isDraining?.() ?? false
+  const ready = engine.ready && !draining
+  return { ready, status: ready ? 'ready' : draining ? 'draining' : 'starting' }
+}
 
-  let openapi: Record<string, unknown> | undefined
-  router.get('/openapi.json', (ctx) => {
-    ctx.state.operation = 'system.openapi'
-    openapi ??= buildOpenApi(init.openapi ?? { maxSourceBytes: 512 * 1024, maxExpiresDays: 3650, version: '0.0.0' })
-    ctx.body = openapi
-  })
+/** Liveness, readiness, Prometheus metrics and this API's document (metered, not audited). */
+export function systemRoutes(
+  engine: Engine,
+  init: SystemRoutesInit,
+  c: { isDraining?: (() => boolean) | undefined; openapi: () => Record<string, unknown> },
+): RestRoute<never, unknown>[] {
+  const routes: RestRoute<never, unknown>[] = [
+    defineRoute({
+      method: 'get', path: '/healthz', operation: 'system.health', access: 'public',
+      summary: 'Liveness',
+      responses: { 200: healthSchema },
+      errors: [],
+      async handle() {
+        return { status: 'ok' as const, pid: process.pid, uptime_s: Math.round(process.uptime()) }
+      },
+    }),
 
+    defineRoute({
+      method: 'get', path: '/readyz', operation: 'system.ready', access: 'public',
+      summary: 'Readiness (503 while starting or draining)',
+      responses: { 200: readinessSchema, 503: readinessSchema },
+      errors: [],
+      async handle(_principal, ctx) {
+        const { ready, status } = readinessOf(engine, c.isDraining)
+        ctx.status = ready ? 200 : 503
+        return { status }
+      },
+    }),
+
+    defineRoute({
+      method: 'get', path: '/openapi.json', operation: 'system.openapi', access: 'public',
+      summary: 'This document',
+      responses: { 200: { contentType: 'application/json', schema: { type: 'object', description: 'an OpenAPI 3.1 document' } } },
+      errors: [],
+      async handle() {
+        return c.openapi()
+      },
+    }),
+  ]
   if (init.metricsAccess !== 'disabled') {
-    router.get('/metrics', async (ctx) => {
-      ctx.state.operation = 'system.metrics'
-      if (init.metricsAccess === 'admin') requirePermission(await principalOf(ctx, engine), 'rufid.admin')
-      ctx.type = engine.metrics.registry.contentType
-      ctx.body = await engine.metrics.registry.metrics()
-    })
+    const admin = init.metricsAccess === 'admin'
+    routes.push(defineRoute({
+      method: 'get', path: '/metrics', operation: 'system.metrics', access: admin ? 'caller' : 'public',
+      summary: 'Prometheus metrics (server.metrics_access: public, admin credentials, or not served)',
+      responses: { 200: { contentType: 'text/plain; version=0.0.4', schema: { type: 'string' } } },
+      errors: admin ? [...CALLER_ERRORS] : [],
+      async handle(principal, ctx) {
+        if (admin) requirePermission(principal!, 'rufid.admin')
+        ctx.type = engine.metrics.registry.contentType
+        return engine.metrics.registry.metrics()
+      },
+    }))
   }
+  return routes
 }

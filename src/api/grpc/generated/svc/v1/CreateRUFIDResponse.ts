@@ -25,9 +25,16 @@ export interface CreateRUFIDResponse {
    */
   'api_endpoint'?: (string);
   /**
-   * false when identical content already existed (nothing was written)
+   * false when identical content already existed (nothing was written). Explicit presence
+   * (proto3 `optional`): the node always sets it, so `false` is on the wire and a client can tell
+   * it from an older node that did not send it (wire-compatible with the former `bool created = 8`).
    */
   'created'?: (boolean);
+  /**
+   * the full RUFID (the same as `rufid` in this message)
+   */
+  'full_rufid'?: (string);
+  '_created'?: "created";
 }
 
 export interface CreateRUFIDResponse__Output {
@@ -54,7 +61,14 @@ export interface CreateRUFIDResponse__Output {
    */
   'api_endpoint': (string);
   /**
-   * false when identical content already existed (nothing was written)
+   * false when identical content already existed (nothing was written). Explicit presence
+   * (proto3 `optional`): the node always sets it, so `false` is on the wire and a client can tell
+   * it from an older node that did not send it (wire-compatible with the former `bool created = 8`).
    */
-  'created': (boolean);
+  'created'?: (boolean);
+  /**
+   * the full RUFID (the same as `rufid` in this message)
+   */
+  'full_rufid': (string);
+  '_created'?: "created";
 }

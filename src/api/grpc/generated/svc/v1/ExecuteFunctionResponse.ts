@@ -12,6 +12,14 @@ export interface ExecuteFunctionResponse {
    */
   'status'?: (string);
   'execution_id'?: (string);
+  /**
+   * the 12-character hash of the function that ran
+   */
+  'rufid_short'?: (string);
+  /**
+   * the full RUFID of the version that ran
+   */
+  'full_rufid'?: (string);
 }
 
 export interface ExecuteFunctionResponse__Output {
@@ -25,4 +33,12 @@ export interface ExecuteFunctionResponse__Output {
    */
   'status': (string);
   'execution_id': (string);
+  /**
+   * the 12-character hash of the function that ran
+   */
+  'rufid_short': (string);
+  /**
+   * the full RUFID of the version that ran
+   */
+  'full_rufid': (string);
 }

@@ -27,6 +27,10 @@ export interface ExecutionEvent {
    * ISO 8601 UTC time the execution finished
    */
   'timestamp'?: (string);
+  /**
+   * the full RUFID (the same as `rufid` in this message)
+   */
+  'full_rufid'?: (string);
   '_error_code'?: "error_code";
 }
 
@@ -56,5 +60,9 @@ export interface ExecutionEvent__Output {
    * ISO 8601 UTC time the execution finished
    */
   'timestamp': (string);
+  /**
+   * the full RUFID (the same as `rufid` in this message)
+   */
+  'full_rufid': (string);
   '_error_code'?: "error_code";
 }

@@ -25,6 +25,10 @@ export interface ResolveRUFIDResponse {
    * ISO 8601 UTC
    */
   'created_at'?: (string);
+  /**
+   * the full RUFID (the same as `rufid` in this message)
+   */
+  'full_rufid'?: (string);
 }
 
 export interface ResolveRUFIDResponse__Output {
@@ -51,4 +55,8 @@ export interface ResolveRUFIDResponse__Output {
    * ISO 8601 UTC
    */
   'created_at': (string);
+  /**
+   * the full RUFID (the same as `rufid` in this message)
+   */
+  'full_rufid': (string);
 }

@@ -1,0 +1,389 @@
+import { z } from 'zod'
+import { ALL_PERMISSIONS, type Permission } from '../../../engine/index.js'
+
+/**
+ * What the REST door answers, beside what it accepts (request-schemas.ts). The presenters are typed
+ * against these (`z.output<…>`), `/openapi.json` declares them per route and status, and
+ * test/e2e/rest-contract.test.ts checks real answers of every route against the document.
+ *
+ * Naming a function: a body's `rufid` keeps the meaning the interface gives it in that body
+ * (service-spec §2.2 metadata: the short form; §4.1 create and the resolution: the full form), and
+ * every body that names a function also carries `rufid_short` (always the 12-character hash) and
+ * `full_rufid` (always `rufid:<hash>:v<n>:<tenant>`), so a client reads the form it needs by one
+ * name whatever the body.
+ */
+
+export const rufidShort = z.string().length(12).describe('the 12-character hash (short RUFID)')
+export const fullRufid = z.string().describe('the full RUFID rufid:<hash>:v<n>:<tenant>')
+const versionLabel = z.string().describe('v<n>')
+const time = z.string().describe('ISO 8601 UTC time')
+const jsonObject = z.record(z.string(), z.unknown())
+
+/** Both forms of a function's name, carried by every body that names one. */
+export const functionNames = { rufid_short: rufidShort, full_rufid: fullRufid }
+
+export const errorBodySchema = z.object({
+  error: z.object({
+    code: z.int().describe('svc error code (decisions.md "Errors")'),
+    name: z.string(),
+    message: z.string(),
+    details: jsonObject,
+  }),
+})
+
+/** POST /api/v1/functions/create (service-spec §4.1; `rufid` is the full RUFID). */
+export const creationSchema = z.object({
+  rufid: fullRufid,
+  ...functionNames,
+  version: versionLabel,
+  content_digest: z.string().describe('SHA-256 hex of the canonical content'),
+  import_statement: z.string(),
+  share_url: z.string(),
+  api_endpoint: z.string(),
+  created: z.boolean().describe('false when identical content already existed (answered 200, nothing written)'),
+})
+
+/** POST /api/v1/functions/resolve (service-spec §2.7; `rufid` is the full RUFID). */
+export const resolutionSchema = z.object({
+  function_id: z.string(),
+  rufid: fullRufid,
+  ...functionNames,
+  version: versionLabel,
+  accessible: z.boolean(),
+  cached: z.boolean(),
+  resolution_time_ms: z.number(),
+  content_digest: z.string(),
+  function_name: z.string(),
+  signature: z.string(),
+  language: z.string(),
+  created_at: time,
+  manifest: jsonObject.nullable(),
+  lockfile: jsonObject.nullable(),
+  manifest_text: z.string().nullable().describe('the manifest as published (exact bytes); null when only the object was sent'),
+  lockfile_text: z.string().nullable().describe('the lockfile as published (exact bytes); null when generated or only the object was sent'),
+})
+
+export const usageMetricsSchema = z.object({
+  usage_count: z.int(),
+  avg_execution_time_ms: z.number(),
+  success_rate: z.number().describe('0 to 1'),
+})
+
+/** Function metadata (service-spec §2.2; `rufid` is the short RUFID). */
+export const metadataSchema = z.object({
+  rufid: rufidShort,
+  ...functionNames,
+  function_name: z.string(),
+  signature: z.string(),
+  language: z.string(),
+  version: versionLabel,
+  created_at: time,
+  author: z.string(),
+  tenant_id: z.string(),
+  description: z.string(),
+  tags: z.array(z.string()),
+  dependencies: z.array(z.string()),
+  content_digest: z.string(),
+  metrics: usageMetricsSchema.optional().describe('GET /api/v1/functions/{rufid} only'),
+})
+
+export const paginationSchema = z.object({
+  total: z.int(),
+  limit: z.int(),
+  offset: z.int(),
+  next_offset: z.int().nullable().describe('null on the last page'),
+})
+
+export const functionListSchema = z.object({ items: z.array(metadataSchema), pagination: paginationSchema })
+
+export const deletionSchema = z.object({ deleted: z.array(fullRufid).describe('the full RUFIDs of the versions deleted') })
+
+/** The core execution response (service-spec §2.7) plus the record's id and the function's names. */
+export const executionSchema = z.object({
+  result: z.unknown().describe('the return value (any JSON value; null when the function returned nothing)'),
+  execution_time_ms: z.number(),
+  status: z.literal('success').describe('success (failed runs answer an error: 1004 or 1007)'),
+  execution_id: z.string(),
+  ...functionNames,
+})
+
+const errorOfRecord = z.object({ code: z.int(), name: z.string(), message: z.string(), details: jsonObject.optional() })
+export const logLineSchema = z.object({ level: z.string(), message: z.string(), at: time })
+
+/** GET /v1/executions/{id}: the execution record (decisions.md "Execution record"). */
+export const executionRecordSchema = z.object({
+  execution_id: z.string(),
+  rufid: fullRufid,
+  ...functionNames,
+  version: versionLabel,
+  tenant_id: z.string(),
+  tenant: z.string().meta({ deprecated: true }).describe('deprecated alias of tenant_id, kept for one release'),
+  function_name: z.string(),
+  language: z.string(),
+  status: z.enum(['queued', 'running', 'success', 'error', 'timeout']),
+  started_at: time,
+  finished_at: time.nullable(),
+  execution_time_ms: z.number().nullable(),
+  cpu_time_ms: z.number().nullable(),
+  memory_bytes: z.number().nullable(),
+  result: z.unknown().optional().describe('present unless the run failed'),
+  error: errorOfRecord.optional().describe('present when the run failed'),
+  logs: z.array(logLineSchema),
+})
+
+export const executionLogsSchema = z.object({
+  execution_id: z.string(),
+  ...functionNames,
+  status: executionRecordSchema.shape.status,
+  logs: z.array(logLineSchema),
+})
+
+export const executionAcceptedSchema = z.object({
+  execution_id: z.string(),
+  ...functionNames,
+  status: executionRecordSchema.shape.status.describe('queued (the record says what came of it)'),
+})
+
+export const nativeExecutionSchema = executionSchema.extend({
+  rufid: fullRufid,
+  registered: z.boolean().describe('true when the call registered the function from its source_code'),
+  timing: z.object({ execution_time_ms: z.number(), cpu_time_ms: z.number(), total_time_ms: z.number() }),
+})
+
+export const mintedKeySchema = z.object({
+  api_key: z.string().describe('the key; shown this once'),
+  key_id: z.string(),
+  name: z.string(),
+  tenant_id: z.string(),
+  scopes: z.array(z.string()),
+  expires_at: time.nullable(),
+})
+
+export const keyListSchema = z.object({
+  items: z.array(z.object({
+    key_id: z.string(),
+    name: z.string(),
+    tenant_id: z.string(),
+    scopes: z.array(z.string()),
+    created_at: time,
+    created_by: z.string(),
+    expires_at: time.nullable(),
+    revoked_at: time.optional(),
+  })),
+})
+
+export const keyRevocationSchema = z.object({ key_id: z.string(), revoked_at: time })
+
+export const auditPageSchema = z.object({
+  items: z.array(z.object({
+    id: z.string(),
+    timestamp: time,
+    operation: z.string(),
+    rufid: z.string().nullable().describe('the RUFID as the request named it'),
+    user: z.string().nullable(),
+    tenant: z.string().nullable(),
+    ip: z.string(),
+    result: z.string(),
+    duration_ms: z.number(),
+    code: z.int().optional(),
+    key_id: z.string().optional(),
+    method: z.string().optional(),
+    count: z.int().optional().describe('on a summary of rate-limit refusals: how many it stands for'),
+  })),
+  next_cursor: z.string().nullable(),
+})
+
+export const telemetrySchema = z.object({
+  rufid: z.string().describe('as asked: the short RUFID (every version) or the full one (that version)'),
+  ...functionNames,
+  window: z.string(),
+  executions: z.int(),
+  latency_ms: z.object({ p50: z.number(), p95: z.number(), p99: z.number(), max: z.number() }),
+  error_rate: z.number(),
+  cost: z.object({ cpu_ms_total: z.number(), cpu_ms_avg: z.number(), memory_bytes_avg: z.number() }),
+})
+
+export const searchSchema = z.object({
+  items: z.array(metadataSchema.omit({ metrics: true })),
+  pagination: paginationSchema,
+  aggregations: z.object({
+    language: z.record(z.string(), z.int()),
+    tags: z.record(z.string(), z.int()),
+    author: z.record(z.string(), z.int()),
+  }),
+})
+
+/** `POST /v1/functions` (decisions.md "/v1 group field names"; `rufid` is the full RUFID). */
+export const publicationSchema = creationSchema.pick({ rufid: true, rufid_short: true, full_rufid: true, version: true, import_statement: true, share_url: true })
+
+export const branchHeadSchema = z.object({
+  function_name: z.string(),
+  branch: z.string(),
+  version: versionLabel,
+  rufid: fullRufid,
+  ...functionNames,
+  created_at: time,
+  updated_at: time,
+  updated_by: z.string(),
+})
+
+export const deploymentSchema = creationSchema.extend({
+  function_name: z.string(),
+  branch: z.string(),
+  branch_created: z.boolean(),
+  branch_key: z.string().optional().describe('only when the branch was created; shown once'),
+  moved: z.boolean(),
+  previous_version: versionLabel.nullable(),
+  head: branchHeadSchema,
+  manifest: jsonObject.nullable(),
+  lockfile: jsonObject.nullable(),
+})
+
+export const branchListSchema = z.object({ items: z.array(branchHeadSchema) })
+
+export const invocationSchema = executionSchema.extend({
+  rufid: fullRufid,
+  version: versionLabel,
+  branch: z.string(),
+  function_name: z.string(),
+})
+
+export const versionLedgerSchema = z.object({
+  function_name: z.string(),
+  versions: z.array(z.object({
+    version: versionLabel,
+    rufid: fullRufid,
+    ...functionNames,
+    content_digest: z.string(),
+    created_at: time,
+    author: z.string(),
+    deleted_at: time.optional(),
+    manifest_snapshot: z.object({ manifest: jsonObject.nullable(), lockfile: jsonObject.nullable() }).catchall(z.unknown()),
+    branches: z.array(z.unknown()),
+  })),
+  heads: z.array(branchHeadSchema),
+})
+
+export const exportSchema = z.object({
+  rufid: fullRufid,
+  ...functionNames,
+  version: versionLabel,
+  function_name: z.string(),
+  manifest: jsonObject.nullable(),
+  lockfile: jsonObject.nullable(),
+  manifest_text: resolutionSchema.shape.manifest_text,
+  lockfile_text: resolutionSchema.shape.lockfile_text,
+})
+
+const capabilities = z.object({ languages: z.array(z.string()), max_concurrent: z.int(), protocols: z.array(z.string()) })
+export const nodeInfoSchema = z.object({
+  node_id: z.string(),
+  endpoint: z.string(),
+  capabilities,
+  self: z.boolean(),
+  verified_at: time.nullable(),
+})
+export const registrationAnswerSchema = z.object({ nodes: z.array(nodeInfoSchema) })
+export const memberListSchema = z.object({ node_id: z.string(), nodes: z.array(nodeInfoSchema) })
+export const discoverySchema = z.object({
+  rufid: z.string(),
+  rufid_short: rufidShort,
+  content_digest: z.string().nullable(),
+  function_name: z.string().nullable(),
+  versions: z.array(versionLabel),
+  nodes: z.array(z.object({ node_id: z.string(), endpoint: z.string(), source: z.enum(['self', 'dht', 'catalog']) })),
+})
+export const syncBatchSchema = z.object({
+  added: z.array(jsonObject),
+  updated: z.array(jsonObject),
+  deleted: z.array(jsonObject),
+  timestamp: time,
+  vector: z.record(z.string(), z.number()).describe('origin → highest sequence seen'),
+})
+export const catalogDigestSchema = z.object({ digest: z.string(), entries: z.int(), vector: z.record(z.string(), z.number()) })
+export const conflictListSchema = z.object({ items: z.array(jsonObject) })
+
+export const healthSchema = z.object({ status: z.literal('ok'), pid: z.int(), uptime_s: z.number() })
+export const readinessSchema = z.object({ status: z.enum(['ready', 'starting', 'draining']) })
+
+// ---- reads the operator console (and the clients) stand on ------------------------------------
+
+/** GET /api/v1/node/info: what the node tells anyone about itself (no tenant, key or function). */
+export const nodeAboutSchema = z.object({
+  name: z.literal('svc-node'),
+  version: z.string(),
+  status: readinessSchema.shape.status,
+  ready: z.boolean(),
+  started_at: time.nullable().describe('when the node started serving (null while starting)'),
+  uptime_s: z.int(),
+  auth_mode: z.enum(['standard', 'native', 'none']).describe('how callers authenticate (none: no credentials, tenant from X-Svc-Namespace)'),
+  sandbox: z.object({ workers: z.int().nullable().describe('sandbox worker processes') }),
+  federation: z.object({ enabled: z.boolean() }),
+})
+
+/** GET /api/v1/auth/whoami: the caller's credential and what it may do. */
+export const whoamiSchema = z.object({
+  tenant_id: z.string(),
+  user: z.string(),
+  method: z.string().describe('how the caller authenticated: api_key, jwt, mtls, none'),
+  key_id: z.string().nullable().describe('the API key id (null for other methods)'),
+  permissions: z.array(z.enum(ALL_PERMISSIONS as readonly [Permission, ...Permission[]])),
+  admin: z.boolean(),
+})
+
+/** GET /api/v1/functions/{rufid}/source (`rufid` is the full RUFID). */
+export const functionSourceSchema = z.object({
+  rufid: fullRufid,
+  ...functionNames,
+  version: versionLabel,
+  function_name: z.string(),
+  language: z.string(),
+  signature: z.string(),
+  content_digest: z.string(),
+  source_code: z.string(),
+  imports: z.object({ typescript: z.string(), python: z.string(), go: z.string() }).describe('the import statement of each client language'),
+})
+
+/** POST /api/v1/functions/signature */
+export const signatureSchema = z.object({
+  signature: z.string(),
+  parameters: z.array(z.object({ name: z.string(), optional: z.boolean(), rest: z.boolean() }))
+    .describe('the parameters named arguments bind to, in order'),
+})
+
+/** GET /v1/telemetry/functions/{rufid}/series */
+export const telemetrySeriesSchema = z.object({
+  rufid: telemetrySchema.shape.rufid,
+  ...functionNames,
+  window: z.string(),
+  bucket_ms: z.number(),
+  buckets: z.array(z.object({
+    start: time,
+    executions: z.int(),
+    errors: z.int(),
+    error_rate: z.number(),
+    latency_ms: z.object({ p50: z.number(), p95: z.number(), p99: z.number() }),
+  })).describe('oldest first; the last bucket ends now'),
+})
+
+/** One federation member as an operator sees it. */
+export const memberStatusSchema = z.object({
+  node_id: z.string(),
+  endpoint: z.string(),
+  self: z.boolean(),
+  connected: z.boolean().describe('connected and verified now (false: known from a registration only)'),
+  certificate: z.object({ subject: z.string(), serial: z.string(), expires_at: time }).nullable(),
+  verified_at: time.nullable(),
+  last_seen_at: time.nullable(),
+  catalog: z.object({ digest: z.string(), entries: z.int(), branch_moves: z.int() }).nullable()
+    .describe('its replicated-catalog digest as it answered just now (null: it did not answer)'),
+  error: z.string().optional().describe('why catalog is null'),
+})
+
+/** GET /api/v1/federation/members */
+export const memberStatusListSchema = z.object({
+  node_id: z.string(),
+  digest: z.string().nullable().describe("this node's catalog digest"),
+  converged: z.boolean().describe('every connected member answered this digest'),
+  members: z.array(memberStatusSchema),
+})

@@ -1,0 +1,238 @@
+import { SvcError, toSvcError } from '../../core/errors.js'
+import type { AccessGate } from '../auth/access-gate.js'
+import type { CredentialInput } from '../auth/authenticator.js'
+import type { SvcMetrics } from '../metrics.js'
+import type { Principal } from '../types.js'
+
+/**
+ * The operation layer: the one envelope every door (REST, GraphQL over HTTP, SSE and WebSocket,
+ * gRPC, the `/ws` event socket) runs each operation through. In order, like a fastify hook chain
+ * or a gRPC interceptor:
+ *
+ *   decode (the door's, e.g. the JSON body) → admit (credentials → Principal, rate limits)
+ *     → handle (one engine call; the door's decode/encode) → audit → meter → map the error
+ *
+ * A door declares its operations once (`Operation` objects, built at start, so nothing is
+ * allocated per call beyond one `OperationCall`) and answers what `run` resolves or rejects with:
+ * the operation's output, or the SvcError a client may see (an internal fault without its text).
+ * Doors whose operations do not fit one request/response (a stream that is admitted now and ends
+ * later, a GraphQL request whose fields are separate operations) use the steps `open`, `admit`,
+ * `complete` themselves; test/api/operation-envelope.test.ts checks that every operation of every
+ * door is audited and metered exactly once through here.
+ */
+
+/** What an operation of a caller does once the caller is admitted. */
+export interface CallerOperation<I, O> {
+  /** the audited (and metered) name: `rufid.create`, `events.subscribe`, … */
+  readonly name: string
+  readonly access?: 'caller'
+  /** false: metered, not audited (`system.*` reads, transport events such as a slow consumer) */
+  readonly audited?: boolean
+  /** the RUFID the request names: recorded in the audit entry even when the call is refused */
+  rufidOf?(input: I): string | null | undefined
+  /** decoding that must pass before the caller is admitted (1006 refuses the operation) */
+  decode?(input: I): void
+  handle(principal: Principal, input: I, call: OperationCall): Promise<O>
+}
+
+/** An operation anyone may call (health, the API document, a peer registering with its certificate). */
+export interface PublicOperation<I, O> {
+  readonly name: string
+  readonly access: 'public'
+  readonly audited?: boolean
+  rufidOf?(input: I): string | null | undefined
+  decode?(input: I): void
+  handle(principal: undefined, input: I, call: OperationCall): Promise<O>
+}
+
+export type Operation<I, O> = CallerOperation<I, O> | PublicOperation<I, O>
+
+/** The audited description of an operation, without its handler (refusals, streams, fields). */
+export type OperationName = Pick<Operation<never, never>, 'name' | 'audited'>
+
+/** One operation in flight: opened when the request arrives, completed exactly once. */
+export interface OperationCall {
+  readonly operation: OperationName
+  /** the caller's address */
+  ip: string
+  /** `performance.now()` when the request arrived */
+  readonly startedAt: number
+  /** the caller, as soon as the credentials are known (so a refusal is audited under its tenant) */
+  principal: Principal | undefined
+  /** the RUFID the request names or the operation created (audit entry) */
+  rufid: string | null
+  /**
+   * the status label of `svc_protocol_requests_total` when the door knows better than
+   * `statusOf` (REST: 201 rather than 200; gRPC: CANCELLED when the client left)
+   */
+  status: string | undefined
+  /** the audit write of a completed call (undefined: not audited, or not completed yet) */
+  written: Promise<void> | undefined
+  completed: boolean
+}
+
+/** How one door reads requests and names outcomes; given once when the door is built. */
+export interface DoorProfile<I> {
+  /** the `protocol` label of the svc_protocol_* metrics: rest, graphql, grpc, ws */
+  readonly protocol: string
+  /** the caller's credentials in a request (caller operations only) */
+  credentialsOf(input: I): CredentialInput
+  /** the caller's address (public operations, and refusals before the credentials were read) */
+  ipOf(input: I): string
+  /** decoding every operation of this door needs before admission (REST: reading the JSON body) */
+  decode?(input: I): Promise<void> | void
+  /** the status label of an outcome: the transport's own (HTTP status, gRPC status name, …) */
+  statusOf(error: SvcError | undefined): string
+}
+
+/** What the envelope logs: an internal fault with its cause, and an audit entry that could not be written. */
+export interface EnvelopeLogger {
+  error(obj: object, msg: string): void
+  debug(obj: object, msg: string): void
+}
+
+export interface EnvelopeComponents {
+  /** the engine's access gate (admission, audit) and metrics: only the envelope touches them */
+  engine: { readonly access: AccessGate; readonly metrics: SvcMetrics }
+  logger: EnvelopeLogger
+}
+
+/** Marks the functions a door built with the envelope, so a test can list what skipped it. */
+export const ENVELOPED: unique symbol = Symbol.for('svc.operation-envelope')
+
+/** True when `fn` (a route handler, an RPC handler, a resolver) was built by `enveloped`. */
+export function isEnveloped(fn: unknown): boolean {
+  return typeof fn === 'function' && (fn as unknown as Record<symbol, unknown>)[ENVELOPED] !== undefined
+}
+
+/** Marks a door's handler as one that runs `operation` through the envelope; returns it. */
+export function enveloped<F extends (...args: never[]) => unknown>(fn: F, operation: OperationName): F {
+  Object.defineProperty(fn, ENVELOPED, { value: operation.name })
+  return fn
+}
+
+/** The operation name `enveloped` recorded on a handler. */
+export function envelopedOperationOf(fn: unknown): string | undefined {
+  return isEnveloped(fn) ? ((fn as unknown as Record<symbol, string>)[ENVELOPED]) : undefined
+}
+
+/**
+ * The SvcError a client may see: an internal fault (1009) says only "internal error" (its cause
+ * is logged, never sent); every other error as it is.
+ */
+export function publicErrorOf(err: SvcError): SvcError {
+  if (err.code !== 1009 || (err.message === INTERNAL_MESSAGE && Object.keys(err.details).length === 0)) return err
+  return new SvcError('INTERNAL_ERROR', INTERNAL_MESSAGE, { cause: err.cause ?? err })
+}
+
+const INTERNAL_MESSAGE = 'internal error'
+
+/** The envelope of one door. */
+export class OperationEnvelope<I> {
+  readonly protocol: string
+  private readonly gate: AccessGate
+  private readonly metrics: SvcMetrics
+  private readonly logger: EnvelopeLogger
+
+  constructor(private readonly profile: DoorProfile<I>, components: EnvelopeComponents) {
+    this.protocol = profile.protocol
+    this.gate = components.engine.access
+    this.metrics = components.engine.metrics
+    this.logger = components.logger
+  }
+
+  /**
+   * The whole envelope for one request/response operation: decode, admit (caller operations),
+   * handle, then audit (written before this resolves), meter and map the error. Resolves with
+   * the handler's output; rejects with the public SvcError only.
+   */
+  async run<In extends I, O>(operation: Operation<In, O>, input: In): Promise<O> {
+    const call = this.open(operation, this.profile.ipOf(input))
+    let output: O
+    try {
+      if (operation.rufidOf) call.rufid = operation.rufidOf(input) || null
+      if (this.profile.decode) await this.profile.decode(input)
+      operation.decode?.(input)
+      if (operation.access === 'public') {
+        output = await operation.handle(undefined, input, call)
+      } else {
+        const credentials = this.profile.credentialsOf(input)
+        call.ip = credentials.ip
+        output = await operation.handle(await this.admit(call, credentials), input, call)
+      }
+    } catch (thrown) {
+      throw await this.complete(call, thrown)
+    }
+    await this.complete(call)
+    return output
+  }
+
+  /**
+   * Runs an operation of a caller the door admitted already (a field of a GraphQL request, which
+   * was admitted once): handle, audit, meter, map the error.
+   */
+  async runAdmitted<In, O>(operation: CallerOperation<In, O>, principal: Principal, ip: string, input: In): Promise<O> {
+    const call = this.open(operation, ip)
+    call.principal = principal
+    let output: O
+    try {
+      if (operation.rufidOf) call.rufid = operation.rufidOf(input) || null
+      output = await operation.handle(principal, input, call)
+    } catch (thrown) {
+      throw await this.complete(call, thrown)
+    }
+    await this.complete(call)
+    return output
+  }
+
+  /** Starts a call (the steps below are for doors whose operations outlive one request). */
+  open(operation: OperationName, ip = ''): OperationCall {
+    return { operation, ip, startedAt: performance.now(), principal: undefined, rufid: null, status: undefined, written: undefined, completed: false }
+  }
+
+  /** Credentials → Principal, rate limits charged (1003/1005). Completes nothing: the door does. */
+  async admit(call: OperationCall, credentials: CredentialInput): Promise<Principal> {
+    const principal = await this.gate.admit(credentials, call)
+    call.principal = principal
+    return principal
+  }
+
+  /**
+   * Ends a call: meters it, logs an internal fault with its cause, starts its audit entry, and
+   * returns the error a client may see (undefined on success). Only the first completion of a
+   * call counts. The audit write is `call.written`: `complete` waits for it, this does not (a
+   * stream that ended because its client left answers nobody).
+   */
+  finish(call: OperationCall, thrown?: unknown): SvcError | undefined {
+    const error = thrown === undefined ? undefined : toSvcError(thrown)
+    if (call.completed) return error === undefined ? undefined : publicErrorOf(error)
+    call.completed = true
+    const name = call.operation.name
+    const protocol = this.protocol
+    this.metrics.protocolRequests.inc({ protocol, operation: name, status: call.status ?? this.profile.statusOf(error) })
+    this.metrics.protocolRequestDuration.observe({ protocol, operation: name }, (performance.now() - call.startedAt) / 1000)
+    if (error !== undefined) {
+      this.metrics.protocolErrors.inc({ protocol, code: String(error.code) })
+      if (error.code === 1009) this.logger.error({ err: error.cause ?? error, operation: name, protocol }, error.message)
+      else this.logger.debug({ code: error.code, operation: name, protocol }, error.message)
+    }
+    if (call.operation.audited !== false) {
+      call.written = this.gate
+        .audit({ operation: name, principal: call.principal, ip: call.ip, rufid: call.rufid, startedAt: call.startedAt, error })
+        .catch((err: unknown) => this.logger.error({ err, operation: name }, 'audit write failed'))
+    }
+    return error === undefined ? undefined : publicErrorOf(error)
+  }
+
+  /** `finish`, then waits until the audit entry is written (the answer leaves after it). */
+  async complete(call: OperationCall, thrown?: unknown): Promise<SvcError | undefined> {
+    const error = this.finish(call, thrown)
+    if (call.written !== undefined) await call.written
+    return error
+  }
+}
+
+/** Builds the envelope of one door. */
+export function createOperationEnvelope<I>(profile: DoorProfile<I>, components: EnvelopeComponents): OperationEnvelope<I> {
+  return new OperationEnvelope(profile, components)
+}
