@@ -5,6 +5,11 @@
 // transport: the envelope is what audits and meters, so an operation that skipped it leaves no
 // audit entry or no svc_protocol_requests_total sample and fails here.
 import * as grpc from '@grpc/grpc-js'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
@@ -17,6 +22,7 @@ import { createGrpcServer, type GrpcServer } from '../../src/api/grpc/server.js'
 import { svcProtocolHandlers } from '../../src/api/grpc/service.js'
 import { executionStreams } from '../../src/api/grpc/stream-executions.js'
 import { createRestApi } from '../../src/api/rest/app.js'
+import { CONSOLE_OPERATION } from '../../src/api/rest/console.js'
 import { CLIENT_MESSAGES, EVENT_SOCKET_OPERATIONS } from '../../src/api/ws/event-socket.js'
 import { envelopedOperationOf, type Engine } from '../../src/engine/index.js'
 import { bearer, svcClient } from './grpc/helpers.js'
@@ -91,6 +97,32 @@ describe('the operation envelope covers every operation of every door', () => {
         const res = await fetch(`${node.url}${path}`, { method, ...(method === 'POST' ? { headers: { 'content-type': 'application/json' }, body: '{}' } : {}) })
         await res.arrayBuffer()
       }, !layer.name!.startsWith('system.'))
+    }
+  })
+
+  it('REST: the console\'s static files are metered as system.console and never audited (files, not operations)', async () => {
+    // the console middleware sits beside the router: it serves files that need no credential and
+    // name no tenant, so like /healthz it is metered only; the API calls the console makes are audited routes
+    const directory = mkdtempSync(join(tmpdir(), 'svc-console-'))
+    writeFileSync(join(directory, 'index.html'), '<!doctype html><title>console</title>')
+    const app = createRestApi({ bodyLimitBytes: 1 << 20, metricsAccess: 'public', console: { directory } }, { engine: node.engine, logger: silent })
+    const server = http.createServer(app.callback())
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    try {
+      for (const [path, status] of [['/', 302], ['/console', 302], ['/console/', 200], ['/console/missing.js', 404]] as const) {
+        await expectEnveloped(node.engine, 'rest', CONSOLE_OPERATION.name, async () => {
+          const res = await fetch(`${base}${path}`, { redirect: 'manual' })
+          await res.arrayBuffer()
+          expect(res.status, path).toBe(status)
+        }, false)
+      }
+      // answered through the envelope with the transport's status label
+      const samples = (await node.engine.metrics.protocolRequests.get()).values.filter((v) => v.labels.operation === CONSOLE_OPERATION.name)
+      expect(samples.map((v) => v.labels.status).sort()).toEqual(['200', '302', '404'])
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+      rmSync(directory, { recursive: true, force: true })
     }
   })
 

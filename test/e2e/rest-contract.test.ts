@@ -176,6 +176,30 @@ describe('REST answers match /openapi.json (a real daemon)', () => {
     await call('GET', '/v1/marketplace/functions/search', '/v1/marketplace/functions/search?q=add&limit=10')
     expect((await call('GET', '/v1/marketplace/functions/search', '/v1/marketplace/functions/search?limit=abc')).status).toBe(400)
     await call('GET', '/v1/telemetry/functions/{rufid}', `/v1/telemetry/functions/${short}?window=15m`)
+    const series = await call('GET', '/v1/telemetry/functions/{rufid}/series', `/v1/telemetry/functions/${short}/series?window=1h&buckets=12`)
+    expect((series.body.buckets as unknown[]).length).toBe(12)
+    expect(series.body).toMatchObject({ rufid: short, rufid_short: short, full_rufid: created.body.full_rufid })
+    await call('GET', '/v1/telemetry/functions/{rufid}/series', `/v1/telemetry/functions/${short}/series?version=v1`)
+    expect((await call('GET', '/v1/telemetry/functions/{rufid}/series', `/v1/telemetry/functions/${short}/series?buckets=0`)).status).toBe(400)
+    expect((await call('GET', '/v1/telemetry/functions/{rufid}/series', `/v1/telemetry/functions/${short}/series?window=1y`)).status).toBe(400)
+    const byAuthor = await call('GET', '/v1/marketplace/functions/search', '/v1/marketplace/functions/search?author=nobody')
+    expect((byAuthor.body.pagination as { total: number }).total).toBe(0)
+
+    // the reads the operator console and the clients stand on
+    const about = await call('GET', '/api/v1/node/info', '/api/v1/node/info', { token: null })
+    expect(about.body).toMatchObject({ name: 'svc-node', ready: true, auth_mode: 'native', federation: { enabled: true } })
+    expect((await call('GET', '/api/v1/auth/whoami', '/api/v1/auth/whoami')).body).toMatchObject({ admin: true })
+    expect((await call('GET', '/api/v1/auth/whoami', '/api/v1/auth/whoami', { token: null })).status).toBe(401)
+    const source = await call('GET', '/api/v1/functions/{rufid}/source', `/api/v1/functions/${short}/source`)
+    expect(source.body).toMatchObject({ rufid: created.body.full_rufid, rufid_short: short, full_rufid: created.body.full_rufid, source_code: addJs.source_code })
+    await call('GET', '/api/v1/functions/{rufid}/source', `/api/v1/functions/${short}/source?version=v1`)
+    expect((await call('GET', '/api/v1/functions/{rufid}/source', '/api/v1/functions/AAAAAAAAAAAA/source')).status).toBe(404)
+    expect((await call('GET', '/api/v1/functions/{rufid}/source', '/api/v1/functions/bad!/source')).status).toBe(400)
+    const derived = await call('POST', '/api/v1/functions/signature', '/api/v1/functions/signature', { body: { function_name: 'add', language: 'javascript', source_code: addJs.source_code } })
+    expect(derived.body.signature).toBe(addJs.signature)
+    await call('POST', '/api/v1/functions/signature', '/api/v1/functions/signature', { body: { signature: '(x, ...ys)' } })
+    expect((await call('POST', '/api/v1/functions/signature', '/api/v1/functions/signature', { body: { source_code: 'x' } })).status).toBe(400)
+    expect((await call('POST', '/api/v1/functions/signature', '/api/v1/functions/signature', { body: { function_name: 'f', language: 'python', source_code: 'x = 1\n' } })).status).toBe(400)
 
     // federation (this node is a member of a federation of one)
     await call('POST', '/api/v1/federation/nodes', '/api/v1/federation/nodes', {
@@ -186,6 +210,8 @@ describe('REST answers match /openapi.json (a real daemon)', () => {
     await call('POST', '/api/v1/federation/sync', '/api/v1/federation/sync', { body: { added: [], updated: [], deleted: [], timestamp: new Date().toISOString(), vector: {} } })
     await call('GET', '/api/v1/federation/catalog/digest', '/api/v1/federation/catalog/digest', { token: null })
     await call('GET', '/api/v1/federation/conflicts', '/api/v1/federation/conflicts')
+    const members = await call('GET', '/api/v1/federation/members', '/api/v1/federation/members')
+    expect(members.body.members).toEqual(expect.arrayContaining([expect.objectContaining({ self: true, connected: true })]))
 
     // deletion last
     await call('DELETE', '/api/v1/functions/{rufid}', `/api/v1/functions/${throws}`)
