@@ -61,18 +61,19 @@ def test_create_resolve_execute_over_grpc_equal_the_local_rufid(node, stub):
     local = svc.compute_rufid(ADD["function_name"], ADD["signature"], ADD["language"], ADD["source_code"])
     created = stub.CreateRUFID(pb.CreateRUFIDRequest(**ADD), metadata=AUTH, timeout=20)
     assert created.rufid_short == local.rufid_short and created.rufid == "rufid:%s:v1:default" % local.rufid_short
-    assert created.created is True
+    assert created.created is True and created.full_rufid == created.rufid
     again = stub.CreateRUFID(pb.CreateRUFIDRequest(**ADD), metadata=AUTH, timeout=20)
     assert again.rufid == created.rufid and again.created is False
-    field = pb.CreateRUFIDResponse.DESCRIPTOR.fields_by_name["created"]
-    if field.has_presence:  # the decided contract: `created` with explicit presence, so a repeat says false
-        assert again.HasField("created")
+    # `optional bool created = 8`: explicit presence, so a repeat create says false on the wire
+    assert pb.CreateRUFIDResponse.DESCRIPTOR.fields_by_name["created"].has_presence
+    assert again.HasField("created") and created.HasField("created")
 
     resolved = stub.ResolveRUFID(pb.ResolveRUFIDRequest(rufid=created.rufid_short), metadata=AUTH, timeout=20)
     assert (resolved.rufid, resolved.function_name, resolved.signature) == (created.rufid, "grpcAdd", "(a, b)")
     run = stub.ExecuteFunction(pb.ExecuteFunctionRequest(rufid=created.rufid_short, arguments_json=json.dumps([2, 3])),
                                metadata=AUTH, timeout=20)
     assert json.loads(run.result_json) == 5 and run.status == "success"
+    assert (resolved.full_rufid, run.rufid_short, run.full_rufid) == (created.rufid, created.rufid_short, created.rufid)
     # the REST client sees the same function and the same execution
     rest = svc.Client(url=node.url, token=ADMIN_KEY, timeout=20)
     assert rest.get_execution(run.execution_id)["full_rufid"] == created.rufid

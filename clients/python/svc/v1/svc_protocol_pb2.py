@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19svc/v1/svc_protocol.proto\x12\x06svc.v1\"\xdf\x01\n\x12\x43reateRUFIDRequest\x12\x15\n\rfunction_name\x18\x01 \x01(\t\x12\x13\n\x0bsource_code\x18\x02 \x01(\t\x12\x11\n\tsignature\x18\x03 \x01(\t\x12\x10\n\x08language\x18\x04 \x01(\t\x12\x0c\n\x04tags\x18\x05 \x03(\t\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\x12\x15\n\rmanifest_json\x18\x07 \x01(\t\x12\x15\n\rlockfile_json\x18\x08 \x01(\t\x12\'\n\x06limits\x18\t \x01(\x0b\x32\x17.svc.v1.ExecutionLimits\"\x7f\n\x0f\x45xecutionLimits\x12\x17\n\ntimeout_ms\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x16\n\tmemory_mb\x18\x02 \x01(\rH\x01\x88\x01\x01\x12\x13\n\x06\x63pu_ms\x18\x03 \x01(\rH\x02\x88\x01\x01\x42\r\n\x0b_timeout_msB\x0c\n\n_memory_mbB\t\n\x07_cpu_ms\"\xb6\x01\n\x13\x43reateRUFIDResponse\x12\r\n\x05rufid\x18\x01 \x01(\t\x12\x18\n\x10import_statement\x18\x02 \x01(\t\x12\x11\n\tshare_url\x18\x03 \x01(\t\x12\x13\n\x0brufid_short\x18\x04 \x01(\t\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x16\n\x0e\x63ontent_digest\x18\x06 \x01(\t\x12\x14\n\x0c\x61pi_endpoint\x18\x07 \x01(\t\x12\x0f\n\x07\x63reated\x18\x08 \x01(\x08\"5\n\x13ResolveRUFIDRequest\x12\r\n\x05rufid\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\xb6\x02\n\x14ResolveRUFIDResponse\x12\x13\n\x0b\x66unction_id\x18\x01 \x01(\t\x12\r\n\x05rufid\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x12\n\naccessible\x18\x04 \x01(\x08\x12\x0e\n\x06\x63\x61\x63hed\x18\x05 \x01(\x08\x12\x1a\n\x12resolution_time_ms\x18\x06 \x01(\x01\x12\x16\n\x0e\x63ontent_digest\x18\x07 \x01(\t\x12\x15\n\rfunction_name\x18\x08 \x01(\t\x12\x11\n\tsignature\x18\t \x01(\t\x12\x10\n\x08language\x18\n \x01(\t\x12\x15\n\rmanifest_json\x18\x0b \x01(\t\x12\x15\n\rlockfile_json\x18\x0c \x01(\t\x12\x13\n\x0brufid_short\x18\r \x01(\t\x12\x12\n\ncreated_at\x18\x0e \x01(\t\"P\n\x16\x45xecuteFunctionRequest\x12\r\n\x05rufid\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\"o\n\x17\x45xecuteFunctionResponse\x12\x13\n\x0bresult_json\x18\x01 \x01(\t\x12\x19\n\x11\x65xecution_time_ms\x18\x02 \x01(\x01\x12\x0e\n\x06status\x18\x03 \x01(\t\x12\x14\n\x0c\x65xecution_id\x18\x04 \x01(\t\"\x1e\n\rStreamRequest\x12\r\n\x05rufid\x18\x01 \x01(\t\"\xeb\x01\n\x0e\x45xecutionEvent\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05rufid\x18\x02 \x01(\t\x12\x13\n\x0brufid_short\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\t\x12\x11\n\ttenant_id\x18\x05 \x01(\t\x12\x15\n\rfunction_name\x18\x06 \x01(\t\x12\x0e\n\x06status\x18\x07 \x01(\t\x12\x19\n\x11\x65xecution_time_ms\x18\x08 \x01(\x01\x12\x17\n\nerror_code\x18\t \x01(\x05H\x00\x88\x01\x01\x12\x11\n\ttimestamp\x18\n \x01(\tB\r\n\x0b_error_code2\xc0\x02\n\x12SvcProtocolService\x12\x46\n\x0b\x43reateRUFID\x12\x1a.svc.v1.CreateRUFIDRequest\x1a\x1b.svc.v1.CreateRUFIDResponse\x12I\n\x0cResolveRUFID\x12\x1b.svc.v1.ResolveRUFIDRequest\x1a\x1c.svc.v1.ResolveRUFIDResponse\x12R\n\x0f\x45xecuteFunction\x12\x1e.svc.v1.ExecuteFunctionRequest\x1a\x1f.svc.v1.ExecuteFunctionResponse\x12\x43\n\x10StreamExecutions\x12\x15.svc.v1.StreamRequest\x1a\x16.svc.v1.ExecutionEvent0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19svc/v1/svc_protocol.proto\x12\x06svc.v1\"\xdf\x01\n\x12\x43reateRUFIDRequest\x12\x15\n\rfunction_name\x18\x01 \x01(\t\x12\x13\n\x0bsource_code\x18\x02 \x01(\t\x12\x11\n\tsignature\x18\x03 \x01(\t\x12\x10\n\x08language\x18\x04 \x01(\t\x12\x0c\n\x04tags\x18\x05 \x03(\t\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\x12\x15\n\rmanifest_json\x18\x07 \x01(\t\x12\x15\n\rlockfile_json\x18\x08 \x01(\t\x12\'\n\x06limits\x18\t \x01(\x0b\x32\x17.svc.v1.ExecutionLimits\"\x7f\n\x0f\x45xecutionLimits\x12\x17\n\ntimeout_ms\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x16\n\tmemory_mb\x18\x02 \x01(\rH\x01\x88\x01\x01\x12\x13\n\x06\x63pu_ms\x18\x03 \x01(\rH\x02\x88\x01\x01\x42\r\n\x0b_timeout_msB\x0c\n\n_memory_mbB\t\n\x07_cpu_ms\"\xdb\x01\n\x13\x43reateRUFIDResponse\x12\r\n\x05rufid\x18\x01 \x01(\t\x12\x18\n\x10import_statement\x18\x02 \x01(\t\x12\x11\n\tshare_url\x18\x03 \x01(\t\x12\x13\n\x0brufid_short\x18\x04 \x01(\t\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x16\n\x0e\x63ontent_digest\x18\x06 \x01(\t\x12\x14\n\x0c\x61pi_endpoint\x18\x07 \x01(\t\x12\x14\n\x07\x63reated\x18\x08 \x01(\x08H\x00\x88\x01\x01\x12\x12\n\nfull_rufid\x18\t \x01(\tB\n\n\x08_created\"5\n\x13ResolveRUFIDRequest\x12\r\n\x05rufid\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\xca\x02\n\x14ResolveRUFIDResponse\x12\x13\n\x0b\x66unction_id\x18\x01 \x01(\t\x12\r\n\x05rufid\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x12\n\naccessible\x18\x04 \x01(\x08\x12\x0e\n\x06\x63\x61\x63hed\x18\x05 \x01(\x08\x12\x1a\n\x12resolution_time_ms\x18\x06 \x01(\x01\x12\x16\n\x0e\x63ontent_digest\x18\x07 \x01(\t\x12\x15\n\rfunction_name\x18\x08 \x01(\t\x12\x11\n\tsignature\x18\t \x01(\t\x12\x10\n\x08language\x18\n \x01(\t\x12\x15\n\rmanifest_json\x18\x0b \x01(\t\x12\x15\n\rlockfile_json\x18\x0c \x01(\t\x12\x13\n\x0brufid_short\x18\r \x01(\t\x12\x12\n\ncreated_at\x18\x0e \x01(\t\x12\x12\n\nfull_rufid\x18\x0f \x01(\t\"P\n\x16\x45xecuteFunctionRequest\x12\r\n\x05rufid\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\t\"\x98\x01\n\x17\x45xecuteFunctionResponse\x12\x13\n\x0bresult_json\x18\x01 \x01(\t\x12\x19\n\x11\x65xecution_time_ms\x18\x02 \x01(\x01\x12\x0e\n\x06status\x18\x03 \x01(\t\x12\x14\n\x0c\x65xecution_id\x18\x04 \x01(\t\x12\x13\n\x0brufid_short\x18\x05 \x01(\t\x12\x12\n\nfull_rufid\x18\x06 \x01(\t\"\x1e\n\rStreamRequest\x12\r\n\x05rufid\x18\x01 \x01(\t\"\xff\x01\n\x0e\x45xecutionEvent\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05rufid\x18\x02 \x01(\t\x12\x13\n\x0brufid_short\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\t\x12\x11\n\ttenant_id\x18\x05 \x01(\t\x12\x15\n\rfunction_name\x18\x06 \x01(\t\x12\x0e\n\x06status\x18\x07 \x01(\t\x12\x19\n\x11\x65xecution_time_ms\x18\x08 \x01(\x01\x12\x17\n\nerror_code\x18\t \x01(\x05H\x00\x88\x01\x01\x12\x11\n\ttimestamp\x18\n \x01(\t\x12\x12\n\nfull_rufid\x18\x0b \x01(\tB\r\n\x0b_error_code2\xc0\x02\n\x12SvcProtocolService\x12\x46\n\x0b\x43reateRUFID\x12\x1a.svc.v1.CreateRUFIDRequest\x1a\x1b.svc.v1.CreateRUFIDResponse\x12I\n\x0cResolveRUFID\x12\x1b.svc.v1.ResolveRUFIDRequest\x1a\x1c.svc.v1.ResolveRUFIDResponse\x12R\n\x0f\x45xecuteFunction\x12\x1e.svc.v1.ExecuteFunctionRequest\x1a\x1f.svc.v1.ExecuteFunctionResponse\x12\x43\n\x10StreamExecutions\x12\x15.svc.v1.StreamRequest\x1a\x16.svc.v1.ExecutionEvent0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,19 +36,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EXECUTIONLIMITS']._serialized_start=263
   _globals['_EXECUTIONLIMITS']._serialized_end=390
   _globals['_CREATERUFIDRESPONSE']._serialized_start=393
-  _globals['_CREATERUFIDRESPONSE']._serialized_end=575
-  _globals['_RESOLVERUFIDREQUEST']._serialized_start=577
-  _globals['_RESOLVERUFIDREQUEST']._serialized_end=630
-  _globals['_RESOLVERUFIDRESPONSE']._serialized_start=633
-  _globals['_RESOLVERUFIDRESPONSE']._serialized_end=943
-  _globals['_EXECUTEFUNCTIONREQUEST']._serialized_start=945
-  _globals['_EXECUTEFUNCTIONREQUEST']._serialized_end=1025
-  _globals['_EXECUTEFUNCTIONRESPONSE']._serialized_start=1027
-  _globals['_EXECUTEFUNCTIONRESPONSE']._serialized_end=1138
-  _globals['_STREAMREQUEST']._serialized_start=1140
-  _globals['_STREAMREQUEST']._serialized_end=1170
-  _globals['_EXECUTIONEVENT']._serialized_start=1173
-  _globals['_EXECUTIONEVENT']._serialized_end=1408
-  _globals['_SVCPROTOCOLSERVICE']._serialized_start=1411
-  _globals['_SVCPROTOCOLSERVICE']._serialized_end=1731
+  _globals['_CREATERUFIDRESPONSE']._serialized_end=612
+  _globals['_RESOLVERUFIDREQUEST']._serialized_start=614
+  _globals['_RESOLVERUFIDREQUEST']._serialized_end=667
+  _globals['_RESOLVERUFIDRESPONSE']._serialized_start=670
+  _globals['_RESOLVERUFIDRESPONSE']._serialized_end=1000
+  _globals['_EXECUTEFUNCTIONREQUEST']._serialized_start=1002
+  _globals['_EXECUTEFUNCTIONREQUEST']._serialized_end=1082
+  _globals['_EXECUTEFUNCTIONRESPONSE']._serialized_start=1085
+  _globals['_EXECUTEFUNCTIONRESPONSE']._serialized_end=1237
+  _globals['_STREAMREQUEST']._serialized_start=1239
+  _globals['_STREAMREQUEST']._serialized_end=1269
+  _globals['_EXECUTIONEVENT']._serialized_start=1272
+  _globals['_EXECUTIONEVENT']._serialized_end=1527
+  _globals['_SVCPROTOCOLSERVICE']._serialized_start=1530
+  _globals['_SVCPROTOCOLSERVICE']._serialized_end=1850
 # @@protoc_insertion_point(module_scope)

@@ -39,7 +39,7 @@ class ExecutionLimits(_message.Message):
     def __init__(self, timeout_ms: _Optional[int] = ..., memory_mb: _Optional[int] = ..., cpu_ms: _Optional[int] = ...) -> None: ...
 
 class CreateRUFIDResponse(_message.Message):
-    __slots__ = ("rufid", "import_statement", "share_url", "rufid_short", "version", "content_digest", "api_endpoint", "created")
+    __slots__ = ("rufid", "import_statement", "share_url", "rufid_short", "version", "content_digest", "api_endpoint", "created", "full_rufid")
     RUFID_FIELD_NUMBER: _ClassVar[int]
     IMPORT_STATEMENT_FIELD_NUMBER: _ClassVar[int]
     SHARE_URL_FIELD_NUMBER: _ClassVar[int]
@@ -48,6 +48,7 @@ class CreateRUFIDResponse(_message.Message):
     CONTENT_DIGEST_FIELD_NUMBER: _ClassVar[int]
     API_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
+    FULL_RUFID_FIELD_NUMBER: _ClassVar[int]
     rufid: str
     import_statement: str
     share_url: str
@@ -56,7 +57,8 @@ class CreateRUFIDResponse(_message.Message):
     content_digest: str
     api_endpoint: str
     created: bool
-    def __init__(self, rufid: _Optional[str] = ..., import_statement: _Optional[str] = ..., share_url: _Optional[str] = ..., rufid_short: _Optional[str] = ..., version: _Optional[str] = ..., content_digest: _Optional[str] = ..., api_endpoint: _Optional[str] = ..., created: _Optional[bool] = ...) -> None: ...
+    full_rufid: str
+    def __init__(self, rufid: _Optional[str] = ..., import_statement: _Optional[str] = ..., share_url: _Optional[str] = ..., rufid_short: _Optional[str] = ..., version: _Optional[str] = ..., content_digest: _Optional[str] = ..., api_endpoint: _Optional[str] = ..., created: _Optional[bool] = ..., full_rufid: _Optional[str] = ...) -> None: ...
 
 class ResolveRUFIDRequest(_message.Message):
     __slots__ = ("rufid", "version")
@@ -67,7 +69,7 @@ class ResolveRUFIDRequest(_message.Message):
     def __init__(self, rufid: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class ResolveRUFIDResponse(_message.Message):
-    __slots__ = ("function_id", "rufid", "version", "accessible", "cached", "resolution_time_ms", "content_digest", "function_name", "signature", "language", "manifest_json", "lockfile_json", "rufid_short", "created_at")
+    __slots__ = ("function_id", "rufid", "version", "accessible", "cached", "resolution_time_ms", "content_digest", "function_name", "signature", "language", "manifest_json", "lockfile_json", "rufid_short", "created_at", "full_rufid")
     FUNCTION_ID_FIELD_NUMBER: _ClassVar[int]
     RUFID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -82,6 +84,7 @@ class ResolveRUFIDResponse(_message.Message):
     LOCKFILE_JSON_FIELD_NUMBER: _ClassVar[int]
     RUFID_SHORT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    FULL_RUFID_FIELD_NUMBER: _ClassVar[int]
     function_id: str
     rufid: str
     version: str
@@ -96,7 +99,8 @@ class ResolveRUFIDResponse(_message.Message):
     lockfile_json: str
     rufid_short: str
     created_at: str
-    def __init__(self, function_id: _Optional[str] = ..., rufid: _Optional[str] = ..., version: _Optional[str] = ..., accessible: _Optional[bool] = ..., cached: _Optional[bool] = ..., resolution_time_ms: _Optional[float] = ..., content_digest: _Optional[str] = ..., function_name: _Optional[str] = ..., signature: _Optional[str] = ..., language: _Optional[str] = ..., manifest_json: _Optional[str] = ..., lockfile_json: _Optional[str] = ..., rufid_short: _Optional[str] = ..., created_at: _Optional[str] = ...) -> None: ...
+    full_rufid: str
+    def __init__(self, function_id: _Optional[str] = ..., rufid: _Optional[str] = ..., version: _Optional[str] = ..., accessible: _Optional[bool] = ..., cached: _Optional[bool] = ..., resolution_time_ms: _Optional[float] = ..., content_digest: _Optional[str] = ..., function_name: _Optional[str] = ..., signature: _Optional[str] = ..., language: _Optional[str] = ..., manifest_json: _Optional[str] = ..., lockfile_json: _Optional[str] = ..., rufid_short: _Optional[str] = ..., created_at: _Optional[str] = ..., full_rufid: _Optional[str] = ...) -> None: ...
 
 class ExecuteFunctionRequest(_message.Message):
     __slots__ = ("rufid", "version", "arguments_json")
@@ -109,16 +113,20 @@ class ExecuteFunctionRequest(_message.Message):
     def __init__(self, rufid: _Optional[str] = ..., version: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
 
 class ExecuteFunctionResponse(_message.Message):
-    __slots__ = ("result_json", "execution_time_ms", "status", "execution_id")
+    __slots__ = ("result_json", "execution_time_ms", "status", "execution_id", "rufid_short", "full_rufid")
     RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    RUFID_SHORT_FIELD_NUMBER: _ClassVar[int]
+    FULL_RUFID_FIELD_NUMBER: _ClassVar[int]
     result_json: str
     execution_time_ms: float
     status: str
     execution_id: str
-    def __init__(self, result_json: _Optional[str] = ..., execution_time_ms: _Optional[float] = ..., status: _Optional[str] = ..., execution_id: _Optional[str] = ...) -> None: ...
+    rufid_short: str
+    full_rufid: str
+    def __init__(self, result_json: _Optional[str] = ..., execution_time_ms: _Optional[float] = ..., status: _Optional[str] = ..., execution_id: _Optional[str] = ..., rufid_short: _Optional[str] = ..., full_rufid: _Optional[str] = ...) -> None: ...
 
 class StreamRequest(_message.Message):
     __slots__ = ("rufid",)
@@ -127,7 +135,7 @@ class StreamRequest(_message.Message):
     def __init__(self, rufid: _Optional[str] = ...) -> None: ...
 
 class ExecutionEvent(_message.Message):
-    __slots__ = ("execution_id", "rufid", "rufid_short", "version", "tenant_id", "function_name", "status", "execution_time_ms", "error_code", "timestamp")
+    __slots__ = ("execution_id", "rufid", "rufid_short", "version", "tenant_id", "function_name", "status", "execution_time_ms", "error_code", "timestamp", "full_rufid")
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     RUFID_FIELD_NUMBER: _ClassVar[int]
     RUFID_SHORT_FIELD_NUMBER: _ClassVar[int]
@@ -138,6 +146,7 @@ class ExecutionEvent(_message.Message):
     EXECUTION_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    FULL_RUFID_FIELD_NUMBER: _ClassVar[int]
     execution_id: str
     rufid: str
     rufid_short: str
@@ -148,4 +157,5 @@ class ExecutionEvent(_message.Message):
     execution_time_ms: float
     error_code: int
     timestamp: str
-    def __init__(self, execution_id: _Optional[str] = ..., rufid: _Optional[str] = ..., rufid_short: _Optional[str] = ..., version: _Optional[str] = ..., tenant_id: _Optional[str] = ..., function_name: _Optional[str] = ..., status: _Optional[str] = ..., execution_time_ms: _Optional[float] = ..., error_code: _Optional[int] = ..., timestamp: _Optional[str] = ...) -> None: ...
+    full_rufid: str
+    def __init__(self, execution_id: _Optional[str] = ..., rufid: _Optional[str] = ..., rufid_short: _Optional[str] = ..., version: _Optional[str] = ..., tenant_id: _Optional[str] = ..., function_name: _Optional[str] = ..., status: _Optional[str] = ..., execution_time_ms: _Optional[float] = ..., error_code: _Optional[int] = ..., timestamp: _Optional[str] = ..., full_rufid: _Optional[str] = ...) -> None: ...
