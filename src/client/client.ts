@@ -13,10 +13,10 @@ import { executionRecordFields, withRufidForms, withRufidFormsIn } from './field
 import type {
   ApiKeyInfo, ApiKeyRequest, AuditPage, AuditQuery, BranchHead, CatalogDigest, ConflictList, CreateFunctionInput,
   CreateFunctionResponse, DeleteResponse, DeployInput, DeployResponse, Discovery, ExecuteResponse, ExecutionArguments,
-  ExecutionEvent, ExecutionLogs, ExecutionRecord, ExecutionRef, ExportedFunction, FederationNodes, FunctionList,
-  FunctionMetadata, Health, InvokeResponse, ListOptions, MintedApiKey, NativeExecuteInput, NativeExecuteResponse,
-  PublishInput, PublishResponse, Readiness, Resolution, RevokedApiKey, SearchOptions, SearchResult, SystemEvent,
-  Telemetry, VersionList,
+  ExecutionEvent, ExecutionLogs, ExecutionRecord, ExecutionRef, ExportedFunction, FederationMembers, FederationNodes,
+  FunctionList, FunctionMetadata, FunctionSource, Health, InvokeResponse, ListOptions, MintedApiKey, NativeExecuteInput,
+  NativeExecuteResponse, NodeInfo, PublishInput, PublishResponse, Readiness, Resolution, RevokedApiKey, SearchOptions,
+  SearchResult, SystemEvent, Telemetry, TelemetrySeries, TelemetrySeriesOptions, VersionList, Whoami,
 } from './types.js'
 
 export const CLIENT_VERSION = '0.1.0'
@@ -287,6 +287,13 @@ export class SvcClient {
     }))
   }
 
+  /** `GET /api/v1/functions/{rufid}/source`: the source of a version (the newest without `version`), its signature, digest and import statements. */
+  async getFunctionSource(rufid: string, version?: string | number): Promise<FunctionSource> {
+    return withRufidForms(await this.request<FunctionSource>('GET', `/api/v1/functions/${rufidSegment(rufid)}/source`, {
+      query: { version: version === undefined ? undefined : versionLabel(version) },
+    }))
+  }
+
   /** `GET /api/v1/functions?search=&tags=&limit=&offset=`. */
   async listFunctions(options: ListOptions = {}): Promise<FunctionList> {
     return withRufidFormsIn(await this.request<FunctionList>('GET', '/api/v1/functions', {
@@ -349,16 +356,27 @@ export class SvcClient {
     }
   }
 
-  /** `GET /v1/marketplace/functions/search?q=&language=&tags=&limit=&offset=`. */
+  /** `GET /v1/marketplace/functions/search?q=&language=&author=&tags=&limit=&offset=`. */
   async search(q: string, options: SearchOptions = {}): Promise<SearchResult> {
     return withRufidFormsIn(await this.request<SearchResult>('GET', '/v1/marketplace/functions/search', {
-      query: { q, language: options.language, tags: options.tags, limit: options.limit, offset: options.offset },
+      query: { q, language: options.language, author: options.author, tags: options.tags, limit: options.limit, offset: options.offset },
     }), 'items')
   }
 
   /** `GET /v1/telemetry/functions/{rufid}?window=` (a duration such as `15m`, `1h`). */
   async telemetry(rufid: string, window = '15m'): Promise<Telemetry> {
-    return this.request('GET', `/v1/telemetry/functions/${rufidSegment(rufid)}`, { query: { window } })
+    return withRufidForms(await this.request<Telemetry>('GET', `/v1/telemetry/functions/${rufidSegment(rufid)}`, { query: { window } }))
+  }
+
+  /** `GET /v1/telemetry/functions/{rufid}/series?window=&buckets=&version=`: telemetry per bucket of a window, oldest first. */
+  async telemetrySeries(rufid: string, options: TelemetrySeriesOptions = {}): Promise<TelemetrySeries> {
+    return withRufidForms(await this.request<TelemetrySeries>('GET', `/v1/telemetry/functions/${rufidSegment(rufid)}/series`, {
+      query: {
+        window: options.window,
+        buckets: options.buckets,
+        version: options.version === undefined ? undefined : versionLabel(options.version),
+      },
+    }))
   }
 
   // ---- API keys and the native group -----------------------------------------------------------
@@ -424,6 +442,11 @@ export class SvcClient {
 
   // ---- audit, federation reads, probes ---------------------------------------------------------
 
+  /** `GET /api/v1/auth/whoami`: the caller's tenant, identity and permissions (401 without valid credentials). */
+  async whoami(): Promise<Whoami> {
+    return this.request('GET', '/api/v1/auth/whoami')
+  }
+
   /** `GET /api/v1/audit` (admin): audit entries, newest first; pass `next_cursor` as `cursor` for the next page. */
   async listAuditEntries(query: AuditQuery = {}): Promise<AuditPage> {
     return this.request('GET', '/api/v1/audit', { query: { ...query } })
@@ -449,6 +472,14 @@ export class SvcClient {
     return this.request('GET', '/api/v1/federation/conflicts')
   }
 
+  /**
+   * `GET /api/v1/federation/members`: every known node with its certificate, when it was last
+   * heard from and its catalog digest beside this node's (`converged`).
+   */
+  async federationMembers(): Promise<FederationMembers> {
+    return this.request('GET', '/api/v1/federation/members')
+  }
+
   /** `GET /healthz`: liveness. */
   async health(): Promise<Health> {
     return this.request('GET', '/healthz')
@@ -457,6 +488,11 @@ export class SvcClient {
   /** `GET /readyz`: `ready`, or `starting`/`draining` (answered 503, returned, not thrown). */
   async readiness(): Promise<Readiness> {
     return this.request('GET', '/readyz', { okStatuses: [503] })
+  }
+
+  /** `GET /api/v1/node/info`: version, readiness, uptime, how callers authenticate, sandbox workers, federation on/off. */
+  async nodeInfo(): Promise<NodeInfo> {
+    return this.request('GET', '/api/v1/node/info')
   }
 
   // ---- events ----------------------------------------------------------------------------------

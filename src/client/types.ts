@@ -41,6 +41,12 @@ export interface RufidForms {
   full_rufid: string
 }
 
+/**
+ * Both forms on answers that older nodes (before the operation layer of issue 13) sent without
+ * naming the function at all: present whenever the node sends them, as every current node does.
+ */
+export type RufidFormsOfNewerNodes = Partial<RufidForms>
+
 export interface CreateFunctionResponse extends RufidForms {
   /** full form `rufid:<hash>:v<n>:<tenant>` */
   rufid: string
@@ -95,7 +101,7 @@ export interface Resolution extends RufidForms {
 }
 
 /** `POST /api/v1/functions/{rufid}/execute`. */
-export interface ExecuteResponse<R = unknown> {
+export interface ExecuteResponse<R = unknown> extends RufidFormsOfNewerNodes {
   result: R
   execution_time_ms: number
   status: string
@@ -103,7 +109,7 @@ export interface ExecuteResponse<R = unknown> {
 }
 
 /** `POST /v1/functions/{rufid}/executions` (202). */
-export interface ExecutionRef {
+export interface ExecutionRef extends RufidFormsOfNewerNodes {
   execution_id: string
   status: ExecutionStatus
 }
@@ -134,7 +140,7 @@ export interface ExecutionRecord<R = unknown> extends RufidForms {
 }
 
 /** `GET /v1/executions/{id}/logs`. */
-export interface ExecutionLogs {
+export interface ExecutionLogs extends RufidFormsOfNewerNodes {
   execution_id: string
   status: ExecutionStatus
   logs: unknown[]
@@ -185,6 +191,8 @@ export interface ListOptions {
 
 export interface SearchOptions {
   language?: string
+  /** exactly this author (the publishing user, e.g. `key:admin`) */
+  author?: string
   tags?: string[]
   limit?: number
   offset?: number
@@ -202,7 +210,8 @@ export interface SearchResult {
 }
 
 /** `GET /v1/telemetry/functions/{rufid}?window=`. */
-export interface Telemetry {
+export interface Telemetry extends RufidFormsOfNewerNodes {
+  /** as asked: the short RUFID (every version) or the full one (that version) */
   rufid: string
   window: string
   executions: number
@@ -263,7 +272,7 @@ export interface NativeExecuteInput {
   language?: string
 }
 
-export interface NativeExecuteResponse<R = unknown> extends ExecuteResponse<R>, Partial<RufidForms> {
+export interface NativeExecuteResponse<R = unknown> extends ExecuteResponse<R> {
   rufid: string
   registered: boolean
   timing: { execution_time_ms: number; cpu_time_ms: number; total_time_ms: number }
@@ -331,7 +340,9 @@ export interface DeployResponse extends CreateFunctionResponse {
 }
 
 /** `POST /api/v1/functions/branches/{branch}/invoke`. */
-export interface InvokeResponse<R = unknown> extends ExecuteResponse<R>, RufidForms {
+export interface InvokeResponse<R = unknown> extends ExecuteResponse<R> {
+  rufid_short: string
+  full_rufid: string
   /** full form of the version the head points at */
   rufid: string
   version: string
@@ -403,8 +414,42 @@ export interface FederationNodes {
   nodes: FederationNode[]
 }
 
+/** `GET /api/v1/federation/discover/{rufid}`: the nodes that provide a RUFID. */
 export interface Discovery {
-  [k: string]: unknown
+  /** as asked */
+  rufid: string
+  rufid_short: string
+  content_digest: string | null
+  function_name: string | null
+  versions: string[]
+  nodes: Array<{ node_id: string; endpoint: string; source: 'self' | 'dht' | 'catalog' }>
+}
+
+/** One member of `GET /api/v1/federation/members`. */
+export interface FederationMember {
+  node_id: string
+  endpoint: string
+  self: boolean
+  /** connected and verified now (false: known from a registration only) */
+  connected: boolean
+  certificate: { subject: string; serial: string; expires_at: string } | null
+  verified_at: string | null
+  last_seen_at: string | null
+  /** the member's replicated-catalog digest as it answered just now (null: it did not answer) */
+  catalog: { digest: string; entries: number; branch_moves: number } | null
+  /** why `catalog` is null */
+  error?: string
+}
+
+/** `GET /api/v1/federation/members`: every known node beside this node's catalog digest. */
+export interface FederationMembers {
+  /** this node's id */
+  node_id: string
+  /** this node's catalog digest */
+  digest: string | null
+  /** every connected member answered this node's digest */
+  converged: boolean
+  members: FederationMember[]
 }
 
 export interface CatalogDigest {
@@ -425,4 +470,72 @@ export interface Health {
 
 export interface Readiness {
   status: 'ready' | 'starting' | 'draining'
+}
+
+/** `GET /api/v1/node/info`: what the node tells anyone about itself (no credentials needed). */
+export interface NodeInfo {
+  name: string
+  version: string
+  status: 'ready' | 'starting' | 'draining'
+  ready: boolean
+  /** when the node started serving (null while starting) */
+  started_at: string | null
+  uptime_s: number
+  /** how callers authenticate: `none` needs no credentials (tenant from X-Svc-Namespace) */
+  auth_mode: 'standard' | 'native' | 'none'
+  sandbox: { workers: number | null }
+  federation: { enabled: boolean }
+}
+
+/** `GET /api/v1/auth/whoami`: the caller's credential and what it may do. */
+export interface Whoami {
+  tenant_id: string
+  user: string
+  /** `api_key`, `jwt`, `mtls` or `none` */
+  method: string
+  key_id: string | null
+  /** of `rufid.create`, `rufid.read`, `rufid.execute`, `rufid.delete`, `rufid.admin` */
+  permissions: string[]
+  admin: boolean
+}
+
+/** `GET /api/v1/functions/{rufid}/source`: a version's source and what a reader needs beside it. */
+export interface FunctionSource extends RufidForms {
+  /** full form */
+  rufid: string
+  version: string
+  function_name: string
+  language: string
+  signature: string
+  content_digest: string
+  source_code: string
+  /** each client's import statement */
+  imports: { typescript: string; python: string; go: string }
+}
+
+export interface TelemetrySeriesOptions {
+  /** a duration such as `15m`, `6h`, `7d` (at most 30 days); default `1h` */
+  window?: string
+  /** buckets the window is cut into, 1–240; default 30 */
+  buckets?: number
+  /** one version (`v2` or `2`); default every version of the hash */
+  version?: string | number
+}
+
+/** One bucket of a telemetry series: the executions that started in `[start, start + bucket_ms)`. */
+export interface TelemetryBucket {
+  start: string
+  executions: number
+  errors: number
+  error_rate: number
+  latency_ms: { p50: number; p95: number; p99: number }
+}
+
+/** `GET /v1/telemetry/functions/{rufid}/series`: telemetry per bucket of a window, oldest first. */
+export interface TelemetrySeries extends RufidForms {
+  /** as asked: the short RUFID (every version) or the full one (that version) */
+  rufid: string
+  window: string
+  bucket_ms: number
+  buckets: TelemetryBucket[]
 }

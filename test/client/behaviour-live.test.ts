@@ -58,7 +58,7 @@ const scenarios: Record<string, () => Promise<void>> = {
     expect(await admin.create(def)).toMatchObject({ created: false, rufid_short: local.rufid_short, full_rufid: created.full_rufid })
     const resolved = await admin.resolve(created.rufid_short)
     expect(resolved).toMatchObject({ rufid_short: local.rufid_short, full_rufid: created.full_rufid, function_name: 'bhAdd', version: 'v1' })
-    expect((await admin.execute(created.rufid_short, { a: 2, b: 3 })).result).toBe(5)
+    expect(await admin.execute(created.rufid_short, { a: 2, b: 3 })).toMatchObject({ result: 5, rufid_short: local.rufid_short, full_rufid: created.full_rufid })
     expect((await admin.execute(created.rufid_short, [2, 3])).result).toBe(5)
     const v2 = await admin.create(js('bhAdd', 'a, b', 'return a + b + 0'))
     expect(v2).toMatchObject({ version: 'v2', created: true })
@@ -119,25 +119,39 @@ const scenarios: Record<string, () => Promise<void>> = {
     const created = await admin.create(js('bhGreet', 'name', "console.log('hello ' + name)\n  return 'hi ' + name"))
     const ref = await admin.executeAsync(created.rufid_short, { name: 'ada' })
     expect(ref.execution_id).toMatch(/^ex_/)
+    expect(ref.rufid_short).toBe(created.rufid_short)
     const done = await admin.waitExecution(ref.execution_id, { timeoutMs: 20_000 })
     expect(done).toMatchObject({ status: 'success', result: 'hi ada' })
     const record = await admin.getExecution(ref.execution_id)
     expect(record).toMatchObject({ tenant_id: TENANT, rufid_short: created.rufid_short, full_rufid: created.full_rufid })
     const logs = await admin.executionLogs(ref.execution_id)
     expect(JSON.stringify(logs.logs)).toContain('hello ada')
+    expect(logs).toMatchObject({ rufid_short: created.rufid_short, full_rufid: created.full_rufid })
   },
 
   async metadata_list_telemetry() {
-    const created = await admin.create({ ...js('bhSquare', 'x', 'return x * x'), tags: ['bh-meta'] })
+    const def = js('bhSquare', 'x', 'return x * x')
+    const created = await admin.create({ ...def, tags: ['bh-meta'] })
     expect((await admin.execute(created.rufid_short, [7])).result).toBe(49)
     const meta = await admin.getFunction(created.rufid_short)
     expect(meta).toMatchObject({ rufid: created.rufid_short, rufid_short: created.rufid_short, full_rufid: created.full_rufid, function_name: 'bhSquare' })
     expect(meta.metrics?.usage_count).toBeGreaterThanOrEqual(1)
     const listed = await admin.listFunctions({ search: 'bhSquare' })
     expect(listed.items.map((f) => f.rufid_short)).toContain(created.rufid_short)
+    const source = await admin.getFunctionSource(created.rufid_short)
+    expect(source).toMatchObject({
+      source_code: def.source_code, signature: def.signature, rufid_short: created.rufid_short, full_rufid: created.full_rufid, version: 'v1',
+    })
+    expect(source.imports.typescript).toContain(created.rufid_short)
+    expect(source.imports.python).toContain(created.rufid_short)
+    expect(source.imports.go).toContain(created.rufid_short)
     const t = await admin.telemetry(created.rufid_short, '5m')
-    expect(t).toMatchObject({ window: '5m' })
+    expect(t).toMatchObject({ window: '5m', rufid_short: created.rufid_short, full_rufid: created.full_rufid })
     expect(t.executions).toBeGreaterThanOrEqual(1)
+    const series = await admin.telemetrySeries(created.rufid_short, { window: '1h', buckets: 6 })
+    expect(series).toMatchObject({ window: '1h', rufid_short: created.rufid_short, full_rufid: created.full_rufid })
+    expect(series.buckets).toHaveLength(6)
+    expect(series.buckets.reduce((n, b) => n + b.executions, 0)).toBeGreaterThanOrEqual(1)
   },
 
   async search_paging() {
@@ -150,6 +164,10 @@ const scenarios: Record<string, () => Promise<void>> = {
     expect(second.pagination.next_offset).toBeNull()
     expect(first.aggregations.language.javascript).toBe(3)
     expect(new Set([...first.items, ...second.items].map((f) => f.rufid_short)).size).toBe(3)
+    const [author, count] = Object.entries(first.aggregations.author)[0]!
+    expect(count).toBe(3)
+    expect((await admin.search('', { tags: ['bh-paging'], author })).pagination.total).toBe(3)
+    expect((await admin.search('', { tags: ['bh-paging'], author: `${author}-other` })).pagination.total).toBe(0)
   },
 
   async deploy_invoke_branch() {
@@ -231,10 +249,16 @@ const scenarios: Record<string, () => Promise<void>> = {
   async node_and_federation_reads() {
     expect((await admin.health()).status).toBe('ok')
     expect((await admin.readiness()).status).toBe('ready')
+    const about = await admin.nodeInfo()
+    expect(about).toMatchObject({ name: 'svc-node', ready: true, status: 'ready', auth_mode: 'native', federation: { enabled: false } })
+    const me = await admin.whoami()
+    expect(me).toMatchObject({ tenant_id: TENANT, admin: true })
+    expect(me.permissions).toContain('rufid.admin')
     const audit = await admin.listAuditEntries({ limit: 5 })
     expect(audit.items.length).toBeGreaterThan(0)
     expect(audit.items.length).toBeLessThanOrEqual(5)
     expect(await rejectionOf(admin.listNodes())).toBeInstanceOf(FederationUnreachableError)
+    expect(await rejectionOf(admin.federationMembers())).toBeInstanceOf(FederationUnreachableError)
   },
 }
 

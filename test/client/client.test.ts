@@ -176,10 +176,35 @@ describe('requests', () => {
     node.on('GET', `/v1/telemetry/functions/${SHORT}`, { status: 200, body: { rufid: SHORT, window: '5m' } })
     await client.search('add', { language: 'javascript', tags: ['math'], limit: 3 })
     expect(Object.fromEntries(node.last.query)).toEqual({ q: 'add', language: 'javascript', tags: 'math', limit: '3' })
-    await client.telemetry(SHORT, '5m')
+    await client.search('', { author: 'key:bob' })
+    expect(node.last.query.get('author')).toBe('key:bob')
+    // an older node names the function by `rufid` only: rufid_short is derived from it
+    expect(await client.telemetry(SHORT, '5m')).toEqual({ rufid: SHORT, rufid_short: SHORT, window: '5m' })
     expect(node.last.query.get('window')).toBe('5m')
     await client.telemetry(SHORT)
     expect(node.last.query.get('window')).toBe('15m')
+  })
+
+  it('telemetry series sends window, buckets and version; the console reads call their routes', async () => {
+    const full = `rufid:${SHORT}:v2:acme`
+    node.on('GET', `/v1/telemetry/functions/${SHORT}/series`, { status: 200, body: { rufid: full, rufid_short: SHORT, full_rufid: full, window: '6h', bucket_ms: 1, buckets: [] } })
+    expect(await client.telemetrySeries(SHORT, { window: '6h', buckets: 12, version: 2 })).toMatchObject({ rufid_short: SHORT, full_rufid: full })
+    expect(Object.fromEntries(node.last.query)).toEqual({ window: '6h', buckets: '12', version: 'v2' })
+    await client.telemetrySeries(SHORT)
+    expect([...node.last.query.keys()]).toEqual([])
+    await expect(client.telemetrySeries(SHORT, { version: 'x2' })).rejects.toBeInstanceOf(InvalidRufidError)
+    node.on('GET', `/api/v1/functions/${SHORT}/source`, { status: 200, body: { rufid: full, version: 'v2', source_code: 'x' } })
+    expect(await client.getFunctionSource(SHORT, 'v2')).toMatchObject({ rufid_short: SHORT, full_rufid: full })
+    expect(node.last.query.get('version')).toBe('v2')
+    for (const [path, call] of [
+      ['/api/v1/node/info', () => client.nodeInfo()],
+      ['/api/v1/auth/whoami', () => client.whoami()],
+      ['/api/v1/federation/members', () => client.federationMembers()],
+    ] as const) {
+      node.on('GET', path, { status: 200, body: { ok: path } })
+      expect(await call()).toEqual({ ok: path })
+      expect(node.last.path).toBe(path)
+    }
   })
 
   it('API keys: create, list, revoke', async () => {
