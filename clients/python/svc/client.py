@@ -276,7 +276,8 @@ class Client:
     ) -> Dict[str, Any]:
         """POST /api/v1/functions/{rufid}/execute with ``{arguments}`` (named arguments as a dict,
         or positional ones as a list) and optionally ``version`` (``"v2"`` or ``2``; default: the
-        newest live version of the hash) → ``{result, execution_time_ms, status, execution_id}``."""
+        newest live version of the hash) → ``{result, execution_time_ms, status, execution_id,
+        rufid_short, full_rufid}`` (older nodes send neither name)."""
         body: Dict[str, Any] = {"arguments": _arguments(arguments)}
         if version is not None:
             body["version"] = _version(version)
@@ -285,6 +286,13 @@ class Client:
     def get_function(self, rufid: str, version: Union[str, int, None] = None) -> Dict[str, Any]:
         """GET /api/v1/functions/{rufid}: the function's metadata with usage ``metrics``."""
         return with_rufid_forms(self.request("GET", "/api/v1/functions/%s" % _rufid_segment(rufid),
+                                             query={"version": None if version is None else _version(version)}))
+
+    def get_function_source(self, rufid: str, version: Union[str, int, None] = None) -> Dict[str, Any]:
+        """GET /api/v1/functions/{rufid}/source → ``{rufid, rufid_short, full_rufid, version,
+        function_name, language, signature, content_digest, source_code, imports}``: the source of
+        a version (the newest live one without ``version``) and each client's import statement."""
+        return with_rufid_forms(self.request("GET", "/api/v1/functions/%s/source" % _rufid_segment(rufid),
                                              query={"version": None if version is None else _version(version)}))
 
     def list_functions(
@@ -408,7 +416,8 @@ class Client:
         return with_rufid_forms(self.request("POST", "/v1/functions", body))
 
     def execute_async(self, rufid: str, input: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:  # noqa: A002
-        """POST /v1/functions/{rufid}/executions with ``input`` as the body → ``{execution_id, status}``."""
+        """POST /v1/functions/{rufid}/executions with ``input`` as the body → ``{execution_id,
+        rufid_short, full_rufid, status}`` (older nodes send neither name)."""
         return self.request("POST", "/v1/functions/%s/executions" % _rufid_segment(rufid),
                             {} if input is None else input)
 
@@ -418,7 +427,8 @@ class Client:
         return execution_record_fields(self.request("GET", "/v1/executions/%s" % _segment(execution_id)))
 
     def execution_logs(self, execution_id: str) -> Dict[str, Any]:
-        """GET /v1/executions/{id}/logs."""
+        """GET /v1/executions/{id}/logs → ``{execution_id, rufid_short, full_rufid, status, logs}``
+        (older nodes send neither name)."""
         return self.request("GET", "/v1/executions/%s/logs" % _segment(execution_id))
 
     def wait_execution(self, execution_id: str, timeout: float = 30, interval: float = 0.1) -> Dict[str, Any]:
@@ -447,16 +457,31 @@ class Client:
         tags: Optional[Iterable[str]] = None,
         limit: int = 20,
         offset: int = 0,
+        author: Optional[str] = None,
     ) -> Dict[str, Any]:
-        """GET /v1/marketplace/functions/search → ``{items, pagination, aggregations}``."""
+        """GET /v1/marketplace/functions/search → ``{items, pagination, aggregations}``; ``author``
+        keeps the functions of exactly that author (the publishing user, e.g. ``key:admin``)."""
         return with_rufid_forms_in(self.request("GET", "/v1/marketplace/functions/search", query={
-            "q": q, "language": language, "tags": _tags(tags), "limit": limit, "offset": offset}), "items")
+            "q": q, "language": language, "author": author, "tags": _tags(tags), "limit": limit, "offset": offset}), "items")
 
     def telemetry(self, rufid: str, window: str = "15m") -> Dict[str, Any]:
-        """GET /v1/telemetry/functions/{rufid}?window= → ``{rufid, window, executions, latency_ms,
-        error_rate, cost}``."""
-        return self.request("GET", "/v1/telemetry/functions/%s" % _rufid_segment(rufid),
-                            query={"window": window})
+        """GET /v1/telemetry/functions/{rufid}?window= → ``{rufid, rufid_short, full_rufid, window,
+        executions, latency_ms, error_rate, cost}``."""
+        return with_rufid_forms(self.request("GET", "/v1/telemetry/functions/%s" % _rufid_segment(rufid),
+                                             query={"window": window}))
+
+    def telemetry_series(
+        self,
+        rufid: str,
+        window: str = "1h",
+        buckets: int = 30,
+        version: Union[str, int, None] = None,
+    ) -> Dict[str, Any]:
+        """GET /v1/telemetry/functions/{rufid}/series → ``{rufid, rufid_short, full_rufid, window,
+        bucket_ms, buckets}``: the window (at most 30 days) cut into ``buckets`` (1–240) of
+        ``{start, executions, errors, error_rate, latency_ms}``, oldest first; ``version`` keeps one version."""
+        return with_rufid_forms(self.request("GET", "/v1/telemetry/functions/%s/series" % _rufid_segment(rufid), query={
+            "window": window, "buckets": buckets, "version": None if version is None else _version(version)}))
 
     # ---- native / test-mode group ---------------------------------------------------------
 
@@ -495,6 +520,11 @@ class Client:
 
     # ---- audit, federation reads, probes ----------------------------------------------------
 
+    def whoami(self) -> Dict[str, Any]:
+        """GET /api/v1/auth/whoami → ``{tenant_id, user, method, key_id, permissions, admin}``: who
+        the client's credential is and what it may do (PermissionDeniedError, 401, without one)."""
+        return self.request("GET", "/api/v1/auth/whoami")
+
     def list_audit_entries(self, **query: Any) -> Dict[str, Any]:
         """GET /api/v1/audit (admin) → ``{items, next_cursor}``. Filters: ``from_`` (or ``**{"from": …}``),
         ``to``, ``tenant``, ``operation``, ``rufid``, ``limit`` (≤ 1000), ``cursor``."""
@@ -518,6 +548,12 @@ class Client:
         """GET /api/v1/federation/conflicts → ``{items}``: recorded catalog conflicts."""
         return self.request("GET", "/api/v1/federation/conflicts")
 
+    def federation_members(self) -> Dict[str, Any]:
+        """GET /api/v1/federation/members → ``{node_id, digest, converged, members}``: every known
+        node with its certificate, when it was last heard from and its catalog digest beside this
+        node's (FederationUnreachableError without federation)."""
+        return self.request("GET", "/api/v1/federation/members")
+
     def health(self) -> Dict[str, Any]:
         """GET /healthz → ``{status, pid, uptime_s}``."""
         return self.request("GET", "/healthz")
@@ -525,6 +561,11 @@ class Client:
     def readiness(self) -> Dict[str, Any]:
         """GET /readyz → ``{status}``: ``ready``, or ``starting``/``draining`` (answered 503, returned)."""
         return self.request("GET", "/readyz", ok_statuses=(503,))
+
+    def node_info(self) -> Dict[str, Any]:
+        """GET /api/v1/node/info (no credentials needed) → ``{name, version, status, ready,
+        started_at, uptime_s, auth_mode, sandbox, federation}``."""
+        return self.request("GET", "/api/v1/node/info")
 
     # ---- events -----------------------------------------------------------------------------
 

@@ -47,7 +47,8 @@ def create_resolve_execute_delete(admin):
     assert (again["created"], again["rufid_short"], again["full_rufid"]) == (False, local.rufid_short, created["full_rufid"])
     resolved = admin.resolve(created["rufid_short"])
     assert (resolved["rufid_short"], resolved["full_rufid"], resolved["function_name"]) == (local.rufid_short, created["full_rufid"], "bhAdd")
-    assert admin.execute(created["rufid_short"], {"a": 2, "b": 3})["result"] == 5
+    run = admin.execute(created["rufid_short"], {"a": 2, "b": 3})
+    assert (run["result"], run["rufid_short"], run["full_rufid"]) == (5, local.rufid_short, created["full_rufid"])
     assert admin.execute(created["rufid_short"], [2, 3])["result"] == 5
     v2 = admin.create(**js("bhAdd", "a, b", "return a + b + 0"))
     assert v2["version"] == "v2" and v2["created"] is True and v2["rufid_short"] != created["rufid_short"]
@@ -105,24 +106,35 @@ def publish(admin):
 def async_execution_logs(admin):
     created = admin.create(**js("bhGreet", "name", "console.log('hello ' + name)\n  return 'hi ' + name"))
     ref = admin.execute_async(created["rufid_short"], {"name": "ada"})
-    assert ref["execution_id"].startswith("ex_")
+    assert ref["execution_id"].startswith("ex_") and ref["rufid_short"] == created["rufid_short"]
     done = admin.wait_execution(ref["execution_id"], timeout=20)
     assert (done["status"], done["result"]) == ("success", "hi ada")
     record = admin.get_execution(ref["execution_id"])
     assert (record["tenant_id"], record["rufid_short"], record["full_rufid"]) == (TENANT, created["rufid_short"], created["full_rufid"])
-    assert "hello ada" in json.dumps(admin.execution_logs(ref["execution_id"])["logs"])
+    logs = admin.execution_logs(ref["execution_id"])
+    assert "hello ada" in json.dumps(logs["logs"])
+    assert (logs["rufid_short"], logs["full_rufid"]) == (created["rufid_short"], created["full_rufid"])
 
 
 def metadata_list_telemetry(admin):
-    created = admin.create(**js("bhSquare", "x", "return x * x"), tags=["bh-meta"])
+    fn = js("bhSquare", "x", "return x * x")
+    created = admin.create(**fn, tags=["bh-meta"])
     assert admin.execute(created["rufid_short"], [7])["result"] == 49
     meta = admin.get_function(created["rufid_short"])
     assert (meta["rufid"], meta["rufid_short"], meta["full_rufid"], meta["function_name"]) == (
         created["rufid_short"], created["rufid_short"], created["full_rufid"], "bhSquare")
     assert meta["metrics"]["usage_count"] >= 1
     assert created["rufid_short"] in [f["rufid_short"] for f in admin.list_functions(search="bhSquare")["items"]]
+    source = admin.get_function_source(created["rufid_short"])
+    assert (source["source_code"], source["signature"], source["rufid_short"], source["full_rufid"], source["version"]) == (
+        fn["source_code"], fn["signature"], created["rufid_short"], created["full_rufid"], "v1")
+    assert all(created["rufid_short"] in source["imports"][lang] for lang in ("typescript", "python", "go"))
     telemetry = admin.telemetry(created["rufid_short"], "5m")
     assert telemetry["window"] == "5m" and telemetry["executions"] >= 1
+    assert (telemetry["rufid_short"], telemetry["full_rufid"]) == (created["rufid_short"], created["full_rufid"])
+    series = admin.telemetry_series(created["rufid_short"], window="1h", buckets=6)
+    assert (series["window"], series["rufid_short"], series["full_rufid"]) == ("1h", created["rufid_short"], created["full_rufid"])
+    assert len(series["buckets"]) == 6 and sum(b["executions"] for b in series["buckets"]) >= 1
 
 
 def search_paging(admin):
@@ -135,6 +147,10 @@ def search_paging(admin):
     assert len(second["items"]) == 1 and second["pagination"]["next_offset"] is None
     assert first["aggregations"]["language"]["javascript"] == 3
     assert len({f["rufid_short"] for f in first["items"] + second["items"]}) == 3
+    (author, count), = first["aggregations"]["author"].items()
+    assert count == 3
+    assert admin.search("", tags=["bh-paging"], author=author)["pagination"]["total"] == 3
+    assert admin.search("", tags=["bh-paging"], author=author + "-other")["pagination"]["total"] == 0
 
 
 def deploy_invoke_branch(admin):
@@ -213,10 +229,17 @@ def native_execute(admin):
 def node_and_federation_reads(admin):
     assert admin.health()["status"] == "ok"
     assert admin.readiness()["status"] == "ready"
+    about = admin.node_info()
+    assert (about["name"], about["ready"], about["status"], about["auth_mode"], about["federation"]) == (
+        "svc-node", True, "ready", "native", {"enabled": False})
+    me = admin.whoami()
+    assert (me["tenant_id"], me["admin"]) == (TENANT, True) and "rufid.admin" in me["permissions"]
     audit = admin.list_audit_entries(limit=5)
     assert 0 < len(audit["items"]) <= 5
     with pytest.raises(svc.FederationUnreachableError):
         admin.list_nodes()
+    with pytest.raises(svc.FederationUnreachableError):
+        admin.federation_members()
 
 
 SCENARIOS = {f.__name__: f for f in (

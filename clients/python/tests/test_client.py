@@ -230,10 +230,17 @@ def test_search_and_telemetry(node, client):
     assert client.search("add numbers", language="python", tags=["math"], limit=3) == result
     assert node.last.query == {"q": ["add numbers"], "language": ["python"], "tags": ["math"],
                                "limit": ["3"], "offset": ["0"]}
+    client.search("", author="key:bob")
+    assert node.last.query["author"] == ["key:bob"]
+    # an older node's telemetry names the function by `rufid` only: rufid_short is derived from it
     tel = {"rufid": SHORT, "window": "5m", "executions": 2, "latency_ms": {"p50": 1, "p95": 2, "p99": 2, "max": 3},
            "error_rate": 0.5, "cost": {"cpu_ms_total": 4, "cpu_ms_avg": 2, "memory_bytes_avg": 1024}}
     node.reply("GET", "/v1/telemetry/functions/%s" % SHORT, 200, tel)
-    assert client.telemetry(SHORT, window="5m") == tel
+    assert client.telemetry(SHORT, window="5m") == dict(tel, rufid_short=SHORT)
+    # a current node sends both forms: read as sent
+    full = "rufid:%s:v2:acme" % SHORT
+    node.reply("GET", "/v1/telemetry/functions/%s" % SHORT, 200, dict(tel, rufid_short=SHORT, full_rufid=full))
+    assert client.telemetry(SHORT, window="5m")["full_rufid"] == full
     assert node.last.query == {"window": ["5m"]}
     client.telemetry(SHORT)
     assert node.last.query == {"window": ["15m"]}
