@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -78,8 +79,9 @@ var behaviourScenarios = map[string]func(t *testing.T, ctx context.Context, admi
 		if resolved.RUFIDShort != local.RUFIDShort || resolved.FullRUFID != created.FullRUFID || resolved.FunctionName != "bhAdd" {
 			t.Errorf("resolve: %+v", resolved)
 		}
-		if v := resultOf(t, must(admin.Execute(ctx, created.RUFIDShort, map[string]any{"a": 2, "b": 3}))(t)); v != 5.0 {
-			t.Errorf("named: %v", v)
+		named := must(admin.Execute(ctx, created.RUFIDShort, map[string]any{"a": 2, "b": 3}))(t)
+		if v := resultOf(t, named); v != 5.0 || named.RUFIDShort != local.RUFIDShort || named.FullRUFID != created.FullRUFID {
+			t.Errorf("named: %v %+v", v, named)
 		}
 		if v := resultOf(t, must(admin.Execute(ctx, created.RUFIDShort, []any{2, 3}))(t)); v != 5.0 {
 			t.Errorf("positional: %v", v)
@@ -163,7 +165,7 @@ var behaviourScenarios = map[string]func(t *testing.T, ctx context.Context, admi
 	"async_execution_logs": func(t *testing.T, ctx context.Context, admin *svc.Client) {
 		created := must(admin.Create(ctx, js("bhGreet", "name", "console.log('hello ' + name)\n  return 'hi ' + name")))(t)
 		ref := must(admin.ExecuteAsync(ctx, created.RUFIDShort, map[string]any{"name": "ada"}))(t)
-		if !strings.HasPrefix(ref.ExecutionID, "ex_") {
+		if !strings.HasPrefix(ref.ExecutionID, "ex_") || ref.RUFIDShort != created.RUFIDShort {
 			t.Fatalf("ref: %+v", ref)
 		}
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -180,6 +182,9 @@ var behaviourScenarios = map[string]func(t *testing.T, ctx context.Context, admi
 		logs := must(admin.ExecutionLogs(ctx, ref.ExecutionID))(t)
 		if b, _ := json.Marshal(logs.Logs); !strings.Contains(string(b), "hello ada") {
 			t.Errorf("logs: %s", b)
+		}
+		if logs.RUFIDShort != created.RUFIDShort || logs.FullRUFID != created.FullRUFID {
+			t.Errorf("logs name %q %q", logs.RUFIDShort, logs.FullRUFID)
 		}
 	},
 
@@ -202,9 +207,27 @@ var behaviourScenarios = map[string]func(t *testing.T, ctx context.Context, admi
 		if !found {
 			t.Errorf("list: %+v", listed.Items)
 		}
+		source := must(admin.GetFunctionSource(ctx, created.RUFIDShort, ""))(t)
+		if source.SourceCode != fn.SourceCode || source.Signature != fn.Signature || source.RUFIDShort != created.RUFIDShort ||
+			source.FullRUFID != created.FullRUFID || source.Version != "v1" {
+			t.Errorf("source: %+v", source)
+		}
+		for lang, stmt := range map[string]string{"typescript": source.Imports.TypeScript, "python": source.Imports.Python, "go": source.Imports.Go} {
+			if !strings.Contains(stmt, created.RUFIDShort) {
+				t.Errorf("%s import %q does not name %s", lang, stmt, created.RUFIDShort)
+			}
+		}
 		tel := must(admin.Telemetry(ctx, created.RUFIDShort, "5m"))(t)
-		if tel.Window != "5m" || tel.Executions < 1 {
+		if tel.Window != "5m" || tel.Executions < 1 || tel.RUFIDShort != created.RUFIDShort || tel.FullRUFID != created.FullRUFID {
 			t.Errorf("telemetry: %+v", tel)
+		}
+		series := must(admin.TelemetrySeries(ctx, created.RUFIDShort, svc.TelemetrySeriesOptions{Window: "1h", Buckets: 6}))(t)
+		var runs int64
+		for _, b := range series.Buckets {
+			runs += b.Executions
+		}
+		if series.Window != "1h" || len(series.Buckets) != 6 || runs < 1 || series.RUFIDShort != created.RUFIDShort || series.FullRUFID != created.FullRUFID {
+			t.Errorf("series: %+v", series)
 		}
 	},
 
@@ -231,6 +254,16 @@ var behaviourScenarios = map[string]func(t *testing.T, ctx context.Context, admi
 		}
 		if len(seen) != 3 {
 			t.Errorf("distinct items: %v", seen)
+		}
+		if len(first.Aggregations.Author) != 1 {
+			t.Fatalf("author facet: %+v", first.Aggregations.Author)
+		}
+		for author, count := range first.Aggregations.Author {
+			byAuthor := must(admin.Search(ctx, svc.SearchOptions{Tags: []string{"bh-paging"}, Author: author}))(t)
+			other := must(admin.Search(ctx, svc.SearchOptions{Tags: []string{"bh-paging"}, Author: author + "-other"}))(t)
+			if count != 3 || byAuthor.Pagination.Total != 3 || other.Pagination.Total != 0 {
+				t.Errorf("author %q: facet %d, by author %d, another author %d", author, count, byAuthor.Pagination.Total, other.Pagination.Total)
+			}
 		}
 	},
 
@@ -358,12 +391,22 @@ var behaviourScenarios = map[string]func(t *testing.T, ctx context.Context, admi
 		if r := must(admin.Readiness(ctx))(t); r.Status != "ready" {
 			t.Errorf("readiness: %+v", r)
 		}
+		about := must(admin.NodeInfo(ctx))(t)
+		if about.Name != "svc-node" || !about.Ready || about.Status != "ready" || about.AuthMode != "native" || about.Federation.Enabled {
+			t.Errorf("node info: %+v", about)
+		}
+		me := must(admin.Whoami(ctx))(t)
+		if me.TenantID != bhTenant || !me.Admin || !slices.Contains(me.Permissions, "rufid.admin") {
+			t.Errorf("whoami: %+v", me)
+		}
 		audit := must(admin.ListAuditEntries(ctx, svc.AuditQuery{Limit: 5}))(t)
 		if len(audit.Items) == 0 || len(audit.Items) > 5 {
 			t.Errorf("audit: %d items", len(audit.Items))
 		}
 		_, err := admin.ListNodes(ctx)
 		wantErr(t, err, svc.ErrFederationUnreachable, "list nodes without federation")
+		_, err = admin.FederationMembers(ctx)
+		wantErr(t, err, svc.ErrFederationUnreachable, "federation members without federation")
 	},
 }
 

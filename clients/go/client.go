@@ -327,6 +327,23 @@ func (c *Client) GetFunction(ctx context.Context, rufid, version string) (*Funct
 	return &out, nil
 }
 
+// GetFunctionSource returns the source of a version (version "" means the newest live one) with
+// its signature, content digest and each client's import statement
+// (GET /api/v1/functions/{rufid}/source).
+func (c *Client) GetFunctionSource(ctx context.Context, rufid, version string) (*FunctionSource, error) {
+	p, err := rufidPath(rufid)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	setString(q, "version", version)
+	var out FunctionSource
+	if _, err := c.do(ctx, http.MethodGet, withQuery("/api/v1/functions/"+p+"/source", q), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // ListFunctions lists the caller's functions (GET /api/v1/functions?search=&tags=&limit=&offset=).
 // Zero Limit and Offset are not sent (server defaults 20 and 0); Tags are sent comma-separated.
 func (c *Client) ListFunctions(ctx context.Context, opts ListOptions) (*FunctionList, error) {
@@ -468,11 +485,12 @@ func waitStopped(executionID string, last *Execution, cause error) error {
 	return fmt.Errorf("svc: waiting for execution %s (last status %q): %w", executionID, last.Status, cause)
 }
 
-// Search queries the marketplace (GET /v1/marketplace/functions/search?q=&language=&tags=&limit=&offset=).
+// Search queries the marketplace (GET /v1/marketplace/functions/search?q=&language=&author=&tags=&limit=&offset=).
 func (c *Client) Search(ctx context.Context, opts SearchOptions) (*SearchResult, error) {
 	q := url.Values{}
 	setString(q, "q", opts.Q)
 	setString(q, "language", opts.Language)
+	setString(q, "author", opts.Author)
 	setTags(q, opts.Tags)
 	setInt(q, "limit", opts.Limit)
 	setInt(q, "offset", opts.Offset)
@@ -494,6 +512,29 @@ func (c *Client) Telemetry(ctx context.Context, rufid, window string) (*Telemetr
 	setString(q, "window", window)
 	var out Telemetry
 	if _, err := c.do(ctx, http.MethodGet, withQuery("/v1/telemetry/functions/"+p, q), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// TelemetrySeries returns a function's telemetry per bucket of a window, oldest first
+// (GET /v1/telemetry/functions/{rufid}/series?window=&buckets=&version=), for charts.
+func (c *Client) TelemetrySeries(ctx context.Context, rufid string, opts TelemetrySeriesOptions) (*TelemetrySeries, error) {
+	p, err := rufidPath(rufid)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Version != "" {
+		if _, err := parseVersionLabel(opts.Version); err != nil {
+			return nil, err
+		}
+	}
+	q := url.Values{}
+	setString(q, "window", opts.Window)
+	setInt(q, "buckets", opts.Buckets)
+	setString(q, "version", opts.Version)
+	var out TelemetrySeries
+	if _, err := c.do(ctx, http.MethodGet, withQuery("/v1/telemetry/functions/"+p+"/series", q), nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -628,6 +669,16 @@ func (c *Client) ExportFunction(ctx context.Context, rufid, version string) (*Ex
 
 // ---- audit, federation reads, probes -----------------------------------------------------
 
+// Whoami returns who the client's credential is and what it may do (GET /api/v1/auth/whoami);
+// without a valid credential it is *Error 1003 (HTTP 401).
+func (c *Client) Whoami(ctx context.Context) (*Whoami, error) {
+	var out Whoami
+	if _, err := c.do(ctx, http.MethodGet, "/api/v1/auth/whoami", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // ListAuditEntries reads audit entries (GET /api/v1/audit, admin).
 func (c *Client) ListAuditEntries(ctx context.Context, query AuditQuery) (*AuditPage, error) {
 	q := url.Values{}
@@ -656,16 +707,16 @@ func (c *Client) ListNodes(ctx context.Context) (*FederationNodes, error) {
 }
 
 // Discover returns the nodes that provide a RUFID (GET /api/v1/federation/discover/{rufid}).
-func (c *Client) Discover(ctx context.Context, rufid string) (map[string]any, error) {
+func (c *Client) Discover(ctx context.Context, rufid string) (*Discovery, error) {
 	p, err := rufidPath(rufid)
 	if err != nil {
 		return nil, err
 	}
-	var out map[string]any
+	var out Discovery
 	if _, err := c.do(ctx, http.MethodGet, "/api/v1/federation/discover/"+p, nil, &out); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return &out, nil
 }
 
 // CatalogDigest returns a digest of the replicated catalog (GET /api/v1/federation/catalog/digest).
@@ -686,6 +737,17 @@ func (c *Client) ListConflicts(ctx context.Context) (*ConflictList, error) {
 	return &out, nil
 }
 
+// FederationMembers returns every node this one knows, with its certificate, when it was last
+// heard from and its catalog digest beside this node's (GET /api/v1/federation/members); a node
+// without federation answers *Error 2001.
+func (c *Client) FederationMembers(ctx context.Context) (*FederationMembers, error) {
+	var out FederationMembers
+	if _, err := c.do(ctx, http.MethodGet, "/api/v1/federation/members", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Health reads the node's liveness (GET /healthz).
 func (c *Client) Health(ctx context.Context) (*Health, error) {
 	var out Health
@@ -700,6 +762,16 @@ func (c *Client) Health(ctx context.Context) (*Health, error) {
 func (c *Client) Readiness(ctx context.Context) (*Readiness, error) {
 	var out Readiness
 	if _, err := c.doAccepting(ctx, http.MethodGet, "/readyz", nil, &out, http.StatusServiceUnavailable); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// NodeInfo reads what the node tells anyone about itself (GET /api/v1/node/info, no credentials
+// needed): version, readiness, uptime, how callers authenticate, sandbox workers, federation.
+func (c *Client) NodeInfo(ctx context.Context) (*NodeInfo, error) {
+	var out NodeInfo
+	if _, err := c.do(ctx, http.MethodGet, "/api/v1/node/info", nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -563,13 +563,13 @@ func TestSearchAndTelemetry(t *testing.T) {
 			"cost":{"cpu_ms_total":10,"cpu_ms_avg":0.8,"memory_bytes_avg":1024}}`)
 	})
 	c := svc.New(s.URL)
-	res, err := c.Search(context.Background(), svc.SearchOptions{Q: "add", Language: "python", Tags: []string{"math", "x"}, Limit: 10, Offset: 5})
+	res, err := c.Search(context.Background(), svc.SearchOptions{Q: "add", Language: "python", Author: "key:bob", Tags: []string{"math", "x"}, Limit: 10, Offset: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := s.last(t)
 	checkRequest(t, req, "GET", "/v1/marketplace/functions/search", "")
-	want := map[string][]string{"q": {"add"}, "language": {"python"}, "tags": {"math,x"}, "limit": {"10"}, "offset": {"5"}}
+	want := map[string][]string{"q": {"add"}, "language": {"python"}, "author": {"key:bob"}, "tags": {"math,x"}, "limit": {"10"}, "offset": {"5"}}
 	if !reflect.DeepEqual(req.Query, want) {
 		t.Errorf("query = %v", req.Query)
 	}
@@ -586,7 +586,8 @@ func TestSearchAndTelemetry(t *testing.T) {
 	if !reflect.DeepEqual(req.Query, map[string][]string{"window": {"15m"}}) {
 		t.Errorf("query = %v", req.Query)
 	}
-	wantTel := svc.Telemetry{RUFID: short, Window: "15m", Executions: 12, LatencyMS: svc.Latency{P50: 1, P95: 2, P99: 3, Max: 4},
+	// an older node names the function by rufid only: RUFIDShort is derived from it
+	wantTel := svc.Telemetry{RUFID: short, RUFIDShort: short, Window: "15m", Executions: 12, LatencyMS: svc.Latency{P50: 1, P95: 2, P99: 3, Max: 4},
 		ErrorRate: 0.25, Cost: svc.Cost{CPUMSTotal: 10, CPUMSAvg: 0.8, MemoryBytesAvg: 1024}}
 	if *tel != wantTel {
 		t.Errorf("telemetry = %+v", *tel)

@@ -98,6 +98,10 @@ type ExecuteResponse struct {
 	ExecutionTimeMS float64         `json:"execution_time_ms"`
 	Status          string          `json:"status"` // "success" for a successful run
 	ExecutionID     string          `json:"execution_id"`
+	// RUFIDShort and FullRUFID name the function and version that ran (empty from older nodes,
+	// which did not send them).
+	RUFIDShort string `json:"rufid_short,omitempty"`
+	FullRUFID  string `json:"full_rufid,omitempty"`
 	// Error is set if a server reports a failed run in a 2xx body instead of an error response.
 	Error *Error `json:"error,omitempty"`
 }
@@ -246,9 +250,12 @@ func (r *PublishResponse) normalize() {
 	fillRUFIDForms(r.RUFID, &r.RUFIDShort, &r.FullRUFID, r.Version, "")
 }
 
-// ExecutionRef is the answer to ExecuteAsync (202).
+// ExecutionRef is the answer to ExecuteAsync (202). RUFIDShort and FullRUFID are empty from older
+// nodes, which did not send them.
 type ExecutionRef struct {
 	ExecutionID string `json:"execution_id"`
+	RUFIDShort  string `json:"rufid_short,omitempty"`
+	FullRUFID   string `json:"full_rufid,omitempty"`
 	Status      string `json:"status"`
 }
 
@@ -355,6 +362,8 @@ func (e *Execution) Err() error {
 // ExecutionLogs is the answer to ExecutionLogs. A bare JSON array of lines is also accepted.
 type ExecutionLogs struct {
 	ExecutionID string    `json:"execution_id"`
+	RUFIDShort  string    `json:"rufid_short,omitempty"` // empty from older nodes
+	FullRUFID   string    `json:"full_rufid,omitempty"`
 	Status      string    `json:"status,omitempty"`
 	Logs        []LogLine `json:"logs"`
 	Truncated   bool      `json:"truncated,omitempty"`
@@ -382,6 +391,7 @@ func (l *ExecutionLogs) Text() string {
 type SearchOptions struct {
 	Q        string
 	Language string
+	Author   string // exactly this author (the publishing user, e.g. "key:admin")
 	Tags     []string
 	Limit    int
 	Offset   int
@@ -420,13 +430,53 @@ type Cost struct {
 
 // Telemetry is the answer to Telemetry.
 type Telemetry struct {
-	RUFID      string  `json:"rufid"`
+	RUFID      string  `json:"rufid"` // as asked: the short RUFID, or the full one of a version
+	RUFIDShort string  `json:"rufid_short"`
+	FullRUFID  string  `json:"full_rufid"` // empty from older nodes when they were asked by the short RUFID
 	Window     string  `json:"window"`
 	Executions int64   `json:"executions"`
 	LatencyMS  Latency `json:"latency_ms"`
 	ErrorRate  float64 `json:"error_rate"`
 	Cost       Cost    `json:"cost"`
 }
+
+func (t *Telemetry) normalize() { fillRUFIDForms(t.RUFID, &t.RUFIDShort, &t.FullRUFID, "", "") }
+
+// TelemetrySeriesOptions are the parameters of TelemetrySeries; zero fields let the node choose
+// (window 1h, 30 buckets, every version).
+type TelemetrySeriesOptions struct {
+	Window  string // a duration such as "15m", "6h", "7d" (at most 30 days)
+	Buckets int    // 1 to 240
+	Version string // "v2": that version only
+}
+
+// TelemetryLatency are the latency percentiles of one bucket, in milliseconds.
+type TelemetryLatency struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+}
+
+// TelemetryBucket holds the executions that started in [Start, Start + BucketMS).
+type TelemetryBucket struct {
+	Start      string           `json:"start"`
+	Executions int64            `json:"executions"`
+	Errors     int64            `json:"errors"`
+	ErrorRate  float64          `json:"error_rate"`
+	LatencyMS  TelemetryLatency `json:"latency_ms"`
+}
+
+// TelemetrySeries is the answer to TelemetrySeries: the window cut into buckets, oldest first.
+type TelemetrySeries struct {
+	RUFID      string            `json:"rufid"` // as asked
+	RUFIDShort string            `json:"rufid_short"`
+	FullRUFID  string            `json:"full_rufid"`
+	Window     string            `json:"window"`
+	BucketMS   float64           `json:"bucket_ms"`
+	Buckets    []TelemetryBucket `json:"buckets"`
+}
+
+func (t *TelemetrySeries) normalize() { fillRUFIDForms(t.RUFID, &t.RUFIDShort, &t.FullRUFID, "", "") }
 
 // ---- native group ------------------------------------------------------------------------
 
@@ -480,6 +530,8 @@ type NativeExecuteRequest struct {
 // NativeExecuteResponse is the answer to ExecuteNative.
 type NativeExecuteResponse struct {
 	RUFID           string          `json:"rufid"`
+	RUFIDShort      string          `json:"rufid_short"`
+	FullRUFID       string          `json:"full_rufid"`
 	Registered      bool            `json:"registered"`
 	ExecutionID     string          `json:"execution_id"`
 	Status          string          `json:"status,omitempty"`
@@ -490,6 +542,10 @@ type NativeExecuteResponse struct {
 
 // Decode unmarshals Result into out.
 func (r *NativeExecuteResponse) Decode(out any) error { return decodeResult(r.Result, out) }
+
+func (r *NativeExecuteResponse) normalize() {
+	fillRUFIDForms(r.RUFID, &r.RUFIDShort, &r.FullRUFID, "", "")
+}
 
 // ---- branches, versions, export ----------------------------------------------------------
 
@@ -629,6 +685,52 @@ type FederationNodes struct {
 	Nodes  []map[string]any `json:"nodes"`
 }
 
+// Discovery is the answer to Discover: the nodes that provide a RUFID.
+type Discovery struct {
+	RUFID         string   `json:"rufid"` // as asked
+	RUFIDShort    string   `json:"rufid_short"`
+	ContentDigest *string  `json:"content_digest"`
+	FunctionName  *string  `json:"function_name"`
+	Versions      []string `json:"versions"`
+	Nodes         []struct {
+		NodeID   string `json:"node_id"`
+		Endpoint string `json:"endpoint"`
+		Source   string `json:"source"` // self, dht or catalog
+	} `json:"nodes"`
+}
+
+// FederationMember is one node of FederationMembers.
+type FederationMember struct {
+	NodeID    string `json:"node_id"`
+	Endpoint  string `json:"endpoint"`
+	Self      bool   `json:"self"`
+	Connected bool   `json:"connected"` // connected and verified now (false: known from a registration only)
+	// Certificate is nil when the node's certificate is not known.
+	Certificate *struct {
+		Subject   string `json:"subject"`
+		Serial    string `json:"serial"`
+		ExpiresAt string `json:"expires_at"`
+	} `json:"certificate"`
+	VerifiedAt *string `json:"verified_at"`
+	LastSeenAt *string `json:"last_seen_at"`
+	// Catalog is the member's replicated-catalog digest as it answered just now (nil: it did not
+	// answer; Error says why).
+	Catalog *struct {
+		Digest      string `json:"digest"`
+		Entries     int    `json:"entries"`
+		BranchMoves int    `json:"branch_moves"`
+	} `json:"catalog"`
+	Error string `json:"error,omitempty"`
+}
+
+// FederationMembers is the answer to FederationMembers.
+type FederationMembers struct {
+	NodeID    string             `json:"node_id"`   // this node
+	Digest    *string            `json:"digest"`    // this node's catalog digest
+	Converged bool               `json:"converged"` // every connected member answered this digest
+	Members   []FederationMember `json:"members"`
+}
+
 // CatalogDigest is a digest of the replicated catalog, to compare nodes.
 type CatalogDigest struct {
 	Digest  string           `json:"digest"`
@@ -651,4 +753,55 @@ type Health struct {
 // Readiness is the answer to Readiness: "ready", or "starting"/"draining" (answered 503).
 type Readiness struct {
 	Status string `json:"status"`
+}
+
+// NodeInfo is the answer to NodeInfo: what a node tells anyone about itself.
+type NodeInfo struct {
+	Name      string  `json:"name"`
+	Version   string  `json:"version"`
+	Status    string  `json:"status"` // ready, starting or draining
+	Ready     bool    `json:"ready"`
+	StartedAt *string `json:"started_at"` // nil while starting
+	UptimeS   float64 `json:"uptime_s"`
+	AuthMode  string  `json:"auth_mode"` // standard, native or none (no credentials needed)
+	Sandbox   struct {
+		Workers *int `json:"workers"`
+	} `json:"sandbox"`
+	Federation struct {
+		Enabled bool `json:"enabled"`
+	} `json:"federation"`
+}
+
+// Whoami is the answer to Whoami: the caller's credential and what it may do.
+type Whoami struct {
+	TenantID    string   `json:"tenant_id"`
+	User        string   `json:"user"`
+	Method      string   `json:"method"` // api_key, jwt, mtls or none
+	KeyID       *string  `json:"key_id"`
+	Permissions []string `json:"permissions"` // of rufid.create, rufid.read, rufid.execute, rufid.delete, rufid.admin
+	Admin       bool     `json:"admin"`
+}
+
+// FunctionSource is the answer to GetFunctionSource: a version's source and what a reader needs
+// beside it.
+type FunctionSource struct {
+	RUFID         string `json:"rufid"` // full form
+	RUFIDShort    string `json:"rufid_short"`
+	FullRUFID     string `json:"full_rufid"`
+	Version       string `json:"version"`
+	FunctionName  string `json:"function_name"`
+	Language      string `json:"language"`
+	Signature     string `json:"signature"`
+	ContentDigest string `json:"content_digest"`
+	SourceCode    string `json:"source_code"`
+	// Imports is each client's import statement.
+	Imports struct {
+		TypeScript string `json:"typescript"`
+		Python     string `json:"python"`
+		Go         string `json:"go"`
+	} `json:"imports"`
+}
+
+func (s *FunctionSource) normalize() {
+	fillRUFIDForms(s.RUFID, &s.RUFIDShort, &s.FullRUFID, s.Version, "")
 }
