@@ -161,13 +161,15 @@ export function deploymentBody(r: DeployResult): Body<typeof deploymentSchema> {
   }
 }
 
-export function exportBody(fn: FunctionVersion): Body<typeof exportSchema> {
+/** How a body names one version: `rufid` and `full_rufid` the full RUFID, `rufid_short`, `version` as `v<n>`. */
+function versionNamesOf(fn: Pick<FunctionVersion, 'rufid_short' | 'version' | 'tenant_id'>) {
   const full = fullRufidOf(fn)
+  return { rufid: full, rufid_short: fn.rufid_short, full_rufid: full, version: `v${fn.version}` }
+}
+
+export function exportBody(fn: FunctionVersion): Body<typeof exportSchema> {
   return {
-    rufid: full,
-    rufid_short: fn.rufid_short,
-    full_rufid: full,
-    version: `v${fn.version}`,
+    ...versionNamesOf(fn),
     function_name: fn.function_name,
     manifest: fn.manifest,
     lockfile: fn.lockfile,
@@ -179,12 +181,8 @@ export function exportBody(fn: FunctionVersion): Body<typeof exportSchema> {
 
 /** A version's source with its signature, digest and each client's import statement (decisions.md "Import statements"). */
 export function sourceBody(fn: FunctionVersion): Body<typeof functionSourceSchema> {
-  const full = fullRufidOf(fn)
   return {
-    rufid: full,
-    rufid_short: fn.rufid_short,
-    full_rufid: full,
-    version: `v${fn.version}`,
+    ...versionNamesOf(fn),
     function_name: fn.function_name,
     language: fn.language,
     signature: fn.signature,
