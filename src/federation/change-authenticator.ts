@@ -1,4 +1,5 @@
 import type { PrivateKey, PublicKey } from '@libp2p/interface'
+import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify, type KeyObject } from 'node:crypto'
 import { peerIdFromString } from '@libp2p/peer-id'
 import type { ChangeAuthenticator, ChangeVerdict } from '../engine/replication/change-authenticator.js'
 import type { CertificateVerifier, VerifiedMember } from './certificates.js'
@@ -15,6 +16,25 @@ export interface ChangeAuthenticatorInit {
   verifier: CertificateVerifier
 }
 
+/** A signer and a checker for one key: node:crypto key objects made once for Ed25519 (libp2p's own build one per call). */
+interface Key {
+  verify(bytes: Uint8Array, signature: Uint8Array): boolean | Promise<boolean>
+}
+
+const b64url = (bytes: Uint8Array): string => Buffer.from(bytes).toString('base64url')
+
+function checkerOf(key: PublicKey): Key {
+  if (key.type !== 'Ed25519') return key
+  const object: KeyObject = createPublicKey({ format: 'jwk', key: { kty: 'OKP', crv: 'Ed25519', x: b64url(key.raw) } })
+  return { verify: (bytes, signature) => signature.length === 64 && nodeVerify(null, bytes, object, signature) }
+}
+
+function signerOf(key: PrivateKey): (bytes: Uint8Array) => Uint8Array | Promise<Uint8Array> {
+  if (key.type !== 'Ed25519') return (bytes) => key.sign(bytes)
+  const object = createPrivateKey({ format: 'jwk', key: { kty: 'OKP', crv: 'Ed25519', d: b64url(key.raw.subarray(0, 32)), x: b64url(key.publicKey.raw) } })
+  return (bytes) => nodeSign(null, bytes, object)
+}
+
 /**
  * Signs this node's replicated changes with its libp2p key, and checks another origin's: the
  * origin is a PeerId that carries its public key (Ed25519), the signature must verify with it,
@@ -23,13 +43,15 @@ export interface ChangeAuthenticatorInit {
  * certificate comes with it.
  */
 export function createChangeAuthenticator(init: ChangeAuthenticatorInit): ChangeAuthenticator {
-  const keys = new Map<string, PublicKey | null>()
+  const keys = new Map<string, Key | null>()
+  const signer = signerOf(init.privateKey)
   const certificates = new Map<string, VerifiedMember>()
-  const keyOf = (origin: string): PublicKey | null => {
+  const keyOf = (origin: string): Key | null => {
     let key = keys.get(origin)
     if (key === undefined) {
       try {
-        key = peerIdFromString(origin).publicKey ?? null
+        const publicKey = peerIdFromString(origin).publicKey
+        key = publicKey === undefined ? null : checkerOf(publicKey)
       } catch {
         key = null
       }
@@ -52,7 +74,7 @@ export function createChangeAuthenticator(init: ChangeAuthenticatorInit): Change
     origin: init.peerId,
     credential: init.certPem,
     async sign(bytes: Uint8Array): Promise<Uint8Array> {
-      return init.privateKey.sign(bytes)
+      return signer(bytes)
     },
     async verify(origin: string, bytes: Uint8Array, signature: Uint8Array, credential: string | undefined): Promise<ChangeVerdict> {
       const key = keyOf(origin)

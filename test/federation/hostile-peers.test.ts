@@ -65,8 +65,8 @@ describe('hostile peers against federated daemons (plain js-libp2p peers, real p
     auth: { certificate: certPem, public_key: '' },
   })
 
-  const plain = async (membership: MembershipMode, privateKey?: PrivateKey): Promise<PlainPeer> => {
-    const peer = await startPlainPeer({ membership, topics: [CATALOG_TOPIC], ...(privateKey ? { privateKey } : {}) })
+  const plain = async (membership: MembershipMode, privateKey?: PrivateKey, slowToTakeStreamsMs?: number): Promise<PlainPeer> => {
+    const peer = await startPlainPeer({ membership, topics: [CATALOG_TOPIC], ...(privateKey ? { privateKey } : {}), ...(slowToTakeStreamsMs ? { slowToTakeStreamsMs } : {}) })
     peers.push(peer)
     return peer
   }
@@ -144,7 +144,8 @@ describe('hostile peers against federated daemons (plain js-libp2p peers, real p
   })
 
   const nonMembers: Array<{ name: string; reason: string; make: () => Promise<PlainPeer> }> = [
-    { name: 'no membership handler', reason: 'no_protocol', make: () => plain({ kind: 'none' }) },
+    // slow to take the streams a node opens to it (identify, membership): its own go out at once
+    { name: 'no membership handler (slow to take streams)', reason: 'no_protocol', make: () => plain({ kind: 'none' }, undefined, DEADLINE_MS / 2) },
     { name: 'a membership handler that never answers', reason: 'timeout', make: () => plain({ kind: 'hang' }) },
     { name: 'an answer that is not JSON', reason: 'malformed', make: () => plain({ kind: 'garbage' }) },
     { name: 'an answer dripped a byte at a time', reason: 'timeout', make: () => plain({ kind: 'drip', dripMs: 300 }) },
@@ -243,13 +244,20 @@ describe('hostile peers against federated daemons (plain js-libp2p peers, real p
     }, 60_000)
   }
 
-  it('a peer that opens the exchange itself with bytes that are not JSON is refused (malformed)', async () => {
+  it('a peer that opens the exchange itself with bytes that are not JSON is refused (malformed), and what it asked before goes unanswered', async () => {
     const peer = await plain({ kind: 'hang' })
     const since = Date.now()
     await peer.dial(a.p2p[0]!)
-    const answer = await peer.claim(a.peerId, new TextEncoder().encode('}{ not a registration'))
-    expect(answer.answered).toBe(false)
+    const wait = DEADLINE_MS + MARGIN_MS
+    const asked = Promise.all([
+      peer.kad(a.peerId, { type: KadMessageType.FIND_NODE, key: randomBytes(32) }, wait),
+      peer.request(a.peerId, SYNC, { added: [], updated: [], deleted: [], vector: {} }, wait),
+    ])
+    await new Promise((r) => setTimeout(r, DEADLINE_MS / 4)) // its questions are out (and held)
+    const claimed = await peer.claim(a.peerId, new TextEncoder().encode('}{ not a registration'))
+    expect(claimed.answered).toBe(false)
     await expectDisconnected(peer, a, since)
+    for (const answer of await asked) expect(answer.answered, JSON.stringify(answer.value ?? null)).toBe(false)
     expect(peer.gated()).toEqual([])
     await expectRefusalVisible(a, peer, 'malformed')
   }, 60_000)

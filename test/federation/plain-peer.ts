@@ -7,7 +7,7 @@ import { noise } from '@chainsafe/libp2p-noise'
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import { gossipsub, type GossipSub } from '@libp2p/gossipsub'
 import { identify } from '@libp2p/identify'
-import type { Connection, PrivateKey, Stream, StreamHandler } from '@libp2p/interface'
+import type { Connection, PrivateKey, Stream, StreamHandler, StreamMuxerFactory } from '@libp2p/interface'
 import { peerIdFromMultihash, peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id'
 import { ping } from '@libp2p/ping'
 import { tcp } from '@libp2p/tcp'
@@ -99,6 +99,29 @@ function recorder(inbound: InboundStream[]) {
   }
 }
 
+/**
+ * A muxer that lets every stream the remote opens wait `delayMs` before this peer negotiates its
+ * protocol: a peer stalling the checks a node runs on it (identify, membership) while its own
+ * streams go out at once.
+ */
+function slowToTakeStreams<C>(factory: (components: C) => StreamMuxerFactory, delayMs: number) {
+  return (components: C): StreamMuxerFactory => {
+    const inner = factory(components)
+    return {
+      protocol: inner.protocol,
+      createStreamMuxer(maConn) {
+        const muxer = inner.createStreamMuxer(maConn)
+        const add = muxer.addEventListener.bind(muxer) as (type: string, listener: (evt: Event) => void, options?: unknown) => void
+        ;(muxer as unknown as { addEventListener: typeof add }).addEventListener = (type, listener, options) => {
+          if (type !== 'stream') return add(type, listener, options)
+          return add('stream', (evt) => setTimeout(() => listener(evt), delayMs), options)
+        }
+        return muxer
+      },
+    }
+  }
+}
+
 async function answerMembership(mode: MembershipMode, stream: Stream): Promise<void> {
   const lp = lpStream(stream, { maxDataLength: 1024 * 1024 })
   await lp.read().catch(() => undefined) // the node's registration
@@ -145,7 +168,13 @@ async function answerMembership(mode: MembershipMode, stream: Stream): Promise<v
 }
 
 /** Starts a plain peer on loopback. Protocols it "serves" (kad, sync, …) only record streams, then reset them. */
-export async function startPlainPeer(options: { membership: MembershipMode; privateKey?: PrivateKey; topics?: string[] }): Promise<PlainPeer> {
+export async function startPlainPeer(options: {
+  membership: MembershipMode
+  privateKey?: PrivateKey
+  topics?: string[]
+  /** let every stream a remote opens wait this long before negotiating it (see slowToTakeStreams) */
+  slowToTakeStreamsMs?: number
+}): Promise<PlainPeer> {
   const privateKey = options.privateKey ?? await generateKeyPair('Ed25519')
   const inbound: InboundStream[] = []
   const gossip: PlainPeer['gossip'] = []
@@ -154,7 +183,7 @@ export async function startPlainPeer(options: { membership: MembershipMode; priv
     addresses: { listen: ['/ip4/127.0.0.1/tcp/0'] },
     transports: [tcp()],
     connectionEncrypters: [noise()],
-    streamMuxers: [yamux()],
+    streamMuxers: [options.slowToTakeStreamsMs ? slowToTakeStreams(yamux(), options.slowToTakeStreamsMs) : yamux()],
     services: {
       recorder: recorder(inbound),
       identify: identify({ protocolPrefix: 'svc' }),
