@@ -128,9 +128,11 @@ export class Federation implements FederationPort {
       }
     }
     this.node.subscribe(CATALOG_TOPIC, async (payload, publisher) => {
+      // checkGossipedChange accepted it: the publisher is its origin and signed it, so it holds the
+      // code (hinted before the version is stored: a resolve that sees it asks the publisher first)
       const change = payload as CatalogChange
-      const result = await this.applyFrom([change], { [publisher.peerId]: publisher.registration.auth.certificate }, publisher.peerId)
-      if (result.applied > 0 && change.kind !== 'branch' && change.op === 'added') this.hintHolder(change.fn.content_digest, publisher.peerId)
+      if (change.kind !== 'branch' && change.op === 'added') this.hintHolder(change.fn.content_digest, publisher.peerId)
+      await this.applyFrom([change], { [publisher.peerId]: publisher.registration.auth.certificate }, publisher.peerId)
       // a gap in the origin's sequence: something was missed, repair it from the sender
       if ((replica.versionVector()[change.origin] ?? 0) < change.seq) void this.syncWith(publisher.peerId)
     }, (payload, publisher) => this.checkGossipedChange(payload, publisher))
