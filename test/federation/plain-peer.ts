@@ -217,6 +217,18 @@ export async function startPlainPeer(options: {
     }
   }
 
+  /** one Kademlia message on a new stream; its response when `answered` is asked for */
+  const kadExchange = async (id: string, message: Partial<Message>, answered: boolean, signal: AbortSignal): Promise<Message> => {
+    const stream = await node.dialProtocol(peerIdFromString(id), KAD, { signal })
+    const pb = pbStream(stream).pb(Message)
+    await pb.write({ closer: [], providers: [], ...message } as Message, { signal })
+    const answer = answered ? await pb.read({ signal }) : ({} as Message)
+    await stream.close({ signal }).catch((err: unknown) => {
+      if (!answered) throw err
+    })
+    return answer
+  }
+
   return {
     node,
     peerId,
@@ -234,19 +246,9 @@ export async function startPlainPeer(options: {
       await stream.close({ signal }).catch(() => undefined)
       return answer
     }),
-    kad: (id, message, timeoutMs = 3_000) => withTimeout(timeoutMs, async (signal) => {
-      const stream = await node.dialProtocol(peerIdFromString(id), KAD, { signal })
-      const pb = pbStream(stream).pb(Message)
-      await pb.write({ closer: [], providers: [], ...message } as Message, { signal })
-      const answer = await pb.read({ signal })
-      await stream.close({ signal }).catch(() => undefined)
-      return answer
-    }),
+    kad: (id, message, timeoutMs = 3_000) => withTimeout(timeoutMs, (signal) => kadExchange(id, message, true, signal)),
     kadSend: (id, message, timeoutMs = 3_000) => withTimeout(timeoutMs, async (signal) => {
-      const stream = await node.dialProtocol(peerIdFromString(id), KAD, { signal })
-      const pb = pbStream(stream).pb(Message)
-      await pb.write({ closer: [], providers: [], ...message } as Message, { signal })
-      await stream.close({ signal })
+      await kadExchange(id, message, false, signal)
       return undefined
     }),
     claim: (id, claim, timeoutMs = 3_000) => withTimeout(timeoutMs, async (signal) => {
