@@ -74,8 +74,9 @@ export class Federation implements FederationPort {
   private readonly unsubscribe: Array<() => void> = []
   private readonly syncing = new Map<string, Promise<void>>()
   /**
-   * content digest → the member whose signed gossip announced that content as added: the node that
-   * published it holds its code, so a fetch asks it first (the digest check still decides).
+   * content digest → the origin of the change that added that content (by gossip or sync; since
+   * changes are signed, the node that published it): it holds the code, so a fetch asks it first
+   * (the digest check still decides).
    * Bounded: the oldest hints are dropped past MAX_HOLDER_HINTS.
    */
   private readonly holders = new Map<string, string>()
@@ -128,10 +129,8 @@ export class Federation implements FederationPort {
       }
     }
     this.node.subscribe(CATALOG_TOPIC, async (payload, publisher) => {
-      // checkGossipedChange accepted it: the publisher is its origin and signed it, so it holds the
-      // code (hinted before the version is stored: a resolve that sees it asks the publisher first)
+      // checkGossipedChange accepted it: the publisher is its origin and signed it
       const change = payload as CatalogChange
-      if (change.kind !== 'branch' && change.op === 'added') this.hintHolder(change.fn.content_digest, publisher.peerId)
       await this.applyFrom([change], { [publisher.peerId]: publisher.registration.auth.certificate }, publisher.peerId)
       // a gap in the origin's sequence: something was missed, repair it from the sender
       if ((replica.versionVector()[change.origin] ?? 0) < change.seq) void this.syncWith(publisher.peerId)
@@ -242,6 +241,12 @@ export class Federation implements FederationPort {
    * not applied.
    */
   private async applyFrom(changes: unknown[], credentials: Record<string, string>, source: string): Promise<ApplyResult> {
+    // the origin of an added version published it and holds its code: a resolve asks it first. Set
+    // before the version is stored (a resolve may see it at once); a hint only orders the
+    // candidates (a member that lacks the code says so, the digest check decides)
+    for (const c of changes) {
+      if (isCatalogChange(c) && c.kind !== 'branch' && c.op === 'added' && c.origin !== this.nodeId) this.hintHolder(c.fn.content_digest, c.origin)
+    }
     const result = await this.engine.replication.apply(changes as CatalogChange[], { credentials })
     if (result.rejected.length > 0) {
       for (const r of result.rejected) this.metrics?.federationChangesRejected.inc({ reason: r.reason })
@@ -356,8 +361,8 @@ export class Federation implements FederationPort {
   }
 
   /**
-   * FederationPort.fetchCode. Candidates, each tried once and in turn: the member whose gossip
-   * announced the content (it published it), providers from the DHT as the query finds them
+   * FederationPort.fetchCode. Candidates, each tried once and in turn: the origin that added the
+   * content (it published it), providers from the DHT as the query finds them
    * (members only), then the other members (a provider record may not have reached the DHT yet,
    * or its publisher left: nodes that fetched the code serve it too). The first code that hashes
    * to `contentDigest` wins; none → 2001.
