@@ -38,8 +38,6 @@ export class NotAMemberError extends Error {
 export class MembershipGate {
   readonly [Symbol.toStringTag] = '@svc/membership-gate'
   private readonly open: ReadonlySet<string>
-  /** streams the gate aborted since start (a peer that is not a member tried, or was tried) */
-  refusedStreams = 0
 
   constructor(components: { registrar: GatedRegistrar }, private readonly init: MembershipGateInit) {
     this.open = new Set(init.openProtocols)
@@ -51,7 +49,6 @@ export class MembershipGate {
         next(stream, connection)
         return
       }
-      this.refusedStreams++
       throw new NotAMemberError(`${connection.remotePeer.toString()} is not a federation member: ${stream.protocol ?? 'stream'} refused`)
     }
     // a fresh array each time: libp2p appends the handler to the array it gets (connection.ts)

@@ -5,6 +5,7 @@ import { SvcError } from '../../core/errors.js'
 import { isShortRufid } from '../../core/rufid.js'
 import { branchStates, mergeMoves, placeMove, type BranchFork, type PlacedMove } from '../branches/rebuild-heads.js'
 import { BRANCH_NAME, type BranchedLedgerEntry, type BranchMove } from '../branches/types.js'
+import { LruCache } from '../lru.js'
 import { Mutex } from '../mutex.js'
 import type { CatalogStore, LevelDatabase } from '../storage/catalog-store.js'
 import type { FunctionVersion, LedgerEntry } from '../types.js'
@@ -218,6 +219,11 @@ export class CatalogReplica {
    * under a previous origin of this node): kept locally, never relayed, never scanned by `changesSince`
    */
   private legacy: VersionVector = {}
+  /**
+   * changes that verified lately, by origin, signature and a hash of the signed bytes: a gossiped
+   * change is checked by the gossip validator and again when it is applied
+   */
+  private readonly verifiedLately = new LruCache<ChangeVerdict & { ok: true }>(1024, () => undefined)
   origin = ''
 
   constructor(components: CatalogReplicaComponents) {
@@ -394,6 +400,12 @@ export class CatalogReplica {
     if (typeof c.sig !== 'string' || c.sig === '') return { ok: false, reason: 'unsigned', detail: `change ${c.origin}/${c.seq} carries no signature` }
     const signature = Uint8Array.from(Buffer.from(c.sig, 'base64'))
     const bytes = signedBytes(c)
+    const memo = `${c.origin}\n${c.sig}\n${createHash('sha256').update(bytes).digest('base64')}`
+    const known = this.verifiedLately.take(memo)
+    if (known !== undefined && Date.parse(known.credentialExpiresAt) >= Date.now()) {
+      this.verifiedLately.put(memo, known)
+      return known
+    }
     const presented = credentials?.[c.origin]
     const candidates = [...new Set([presented, this.credentialOf(c.origin)].filter((x): x is string => typeof x === 'string' && x !== ''))]
     if (candidates.length === 0) return auth.verify(c.origin, bytes, signature, undefined)
@@ -402,6 +414,7 @@ export class CatalogReplica {
       verdict = await auth.verify(c.origin, bytes, signature, credential)
       if (verdict.ok) {
         await this.remember(c.origin, credential, verdict.credentialExpiresAt)
+        this.verifiedLately.put(memo, verdict)
         return verdict
       }
       if (verdict.reason === 'bad_signature') return verdict
