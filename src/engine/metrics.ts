@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { CHANGE_REJECTIONS } from './replication/change-authenticator.js'
 
 /**
  * Every metric name of service-spec §8, on one registry per node (several in-process nodes in a
@@ -18,6 +19,14 @@ export interface SvcMetrics {
   federationNodesActive: Gauge
   federationSyncDuration: Histogram
   federationDiscoveryRequests: Counter<'result'>
+  /** peers refused membership (disconnected and denied for a back-off period), by reason */
+  federationMembershipRefusals: Counter<'reason'>
+  /** replicated changes not applied (see CHANGE_REJECTIONS), by reason */
+  federationChangesRejected: Counter<'reason'>
+  /** peers in the DHT routing table, by whether they proved membership (`verified="false"` should be 0) */
+  federationRoutingTablePeers: Gauge<'verified'>
+  /** what `svc_federation_dht_routing_table_peers` reads at scrape time; the federation sets `read` */
+  routingTableSource: { read: () => { verified: number; others: number } }
   /** what `svc_rufid_cache_hits_ratio` reads at scrape time; the registry sets `read` */
   cacheHitRatioSource: { read: () => number }
 }
@@ -30,6 +39,30 @@ export interface MetricsInit {
 /** the `result` label values of `svc_federation_discovery_requests_total` */
 export const DISCOVERY_RESULTS = ['found', 'not_found', 'error'] as const
 
+/**
+ * The `reason` label values of `svc_federation_membership_refusals_total`: why a peer was refused
+ * membership (the federation refuses every outcome but a verified certificate, within a deadline).
+ * - timeout: no verified answer within `federation.membership_timeout_ms` (silent, hanging, slow drip)
+ * - malformed: an answer that is not a registration (not JSON, no certificate, not an X.509 certificate)
+ * - oversized: an answer longer than a registration can be
+ * - stream_reset: the exchange was reset or the connection closed before it ended
+ * - no_protocol: the peer does not speak the membership protocol
+ * - bad_chain: a certificate not issued by the federation CA
+ * - not_yet_valid, expired, revoked: a certificate outside its validity period or revoked
+ * - peer_id_mismatch: a certificate (or registration) bound to another PeerId than the connection's
+ * - disagreement: a second exchange presented another certificate than the first
+ * - forged_change: a member sent a replicated change whose signature does not verify
+ * - replayed_change: a member gossiped another origin's (genuine) change as its own message
+ */
+export const MEMBERSHIP_REFUSAL_REASONS = [
+  'timeout', 'malformed', 'oversized', 'stream_reset', 'no_protocol', 'bad_chain', 'not_yet_valid', 'expired', 'revoked',
+  'peer_id_mismatch', 'disagreement', 'forged_change', 'replayed_change',
+] as const
+export type MembershipRefusalReason = (typeof MEMBERSHIP_REFUSAL_REASONS)[number]
+
+/** the `reason` label values of `svc_federation_changes_rejected_total` */
+export const CHANGE_REJECTION_REASONS = [...CHANGE_REJECTIONS, 'malformed', 'duplicate_sequence'] as const
+
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
 export function createMetrics(init: MetricsInit = {}): SvcMetrics {
@@ -37,6 +70,7 @@ export function createMetrics(init: MetricsInit = {}): SvcMetrics {
   if (init.defaultMetrics) collectDefaultMetrics({ register: registry })
   const registers = [registry]
   const ratioSource = { read: (): number => 0 }
+  const routingTableSource = { read: (): { verified: number; others: number } => ({ verified: 0, others: 0 }) }
   const metrics: SvcMetrics = {
     registry,
     protocolRequests: new Counter({
@@ -86,10 +120,30 @@ export function createMetrics(init: MetricsInit = {}): SvcMetrics {
       name: 'svc_federation_discovery_requests_total', help: 'Federated discovery requests', labelNames: ['result'],
       registers,
     }),
+    federationMembershipRefusals: new Counter({
+      name: 'svc_federation_membership_refusals_total', help: 'Peers refused federation membership (disconnected, redials refused for a back-off period), by reason',
+      labelNames: ['reason'], registers,
+    }),
+    federationChangesRejected: new Counter({
+      name: 'svc_federation_changes_rejected_total', help: 'Replicated catalog changes not applied (unsigned, forged, unknown or untrusted origin, malformed), by reason',
+      labelNames: ['reason'], registers,
+    }),
+    federationRoutingTablePeers: new Gauge({
+      name: 'svc_federation_dht_routing_table_peers', help: 'Peers in the DHT routing table, by whether they proved federation membership',
+      labelNames: ['verified'], registers,
+      collect() {
+        const { verified, others } = routingTableSource.read()
+        this.set({ verified: 'true' }, verified)
+        this.set({ verified: 'false' }, others)
+      },
+    }),
+    routingTableSource,
     cacheHitRatioSource: ratioSource,
   }
   // every result the federation reports (src/federation/federation.ts) reads 0 before the first
   // discovery, so a rate() or an alert on it has a series from the start
   for (const result of DISCOVERY_RESULTS) metrics.federationDiscoveryRequests.inc({ result }, 0)
+  for (const reason of MEMBERSHIP_REFUSAL_REASONS) metrics.federationMembershipRefusals.inc({ reason }, 0)
+  for (const reason of CHANGE_REJECTION_REASONS) metrics.federationChangesRejected.inc({ reason }, 0)
   return metrics
 }

@@ -70,6 +70,11 @@ export interface IssueOptions {
   notBefore?: Date
   /** the common name (default `svc-node <peerId>`) */
   commonName?: string
+  /**
+   * the certificate's subject public key (PEM, SPKI); default a fresh RSA 2048 key. Membership is
+   * bound to the PeerId in the certificate's SAN and proven by the libp2p key: this key signs nothing.
+   */
+  publicKeyPem?: string
 }
 
 /** Issues a node certificate for `peerId`, signed by `ca`. */
@@ -79,7 +84,7 @@ export function issueNodeCertificate(ca: CertificateAuthority, peerId: string, o
   }
   const caCert = forge.pki.certificateFromPem(ca.certPem)
   const caKey = forge.pki.privateKeyFromPem(ca.keyPem)
-  const keys = rsaKeyPair()
+  const keys = options.publicKeyPem === undefined ? rsaKeyPair() : { publicKeyPem: options.publicKeyPem, privateKeyPem: '' }
   const cert = forge.pki.createCertificate()
   cert.publicKey = forge.pki.publicKeyFromPem(keys.publicKeyPem)
   cert.serialNumber = randomSerial()

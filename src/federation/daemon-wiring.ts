@@ -28,6 +28,10 @@ export const federationConfigSchema = z.object({
   registry_peers: z.array(z.string().min(1)),
   /** anti-entropy sync with one member this often (0 disables) */
   sync_interval_ms: z.number().int().min(0),
+  /** a connected peer has this long to prove membership (a verified certificate); otherwise it is refused */
+  membership_timeout_ms: z.number().int().min(100).max(600_000),
+  /** a refused peer's redials are refused, both ways, for this long */
+  refusal_backoff_ms: z.number().int().min(0).max(86_400_000),
 }).strict()
 
 export type FederationConfig = z.infer<typeof federationConfigSchema>
@@ -43,6 +47,8 @@ export const federationConfigDefaults: FederationConfig = {
   revoked: [],
   registry_peers: [],
   sync_interval_ms: 2000,
+  membership_timeout_ms: 5000,
+  refusal_backoff_ms: 30000,
 }
 
 export interface DaemonFederationComponents {
@@ -86,6 +92,8 @@ export async function startDaemonFederation(config: FederationConfig, components
     endpoint: components.endpoint,
     registryPeers: config.registry_peers,
     syncIntervalMs: config.sync_interval_ms,
+    membershipTimeoutMs: config.membership_timeout_ms,
+    denyMs: config.refusal_backoff_ms,
     ...(components.wheelDirs ? { wheelDirs: components.wheelDirs } : {}),
   }, { engine: components.engine, logger: components.logger, metrics: components.metrics })
   await federation.start()

@@ -5,13 +5,15 @@ import { computeRufid, formatRufid } from '../core/rufid.js'
 import type { Engine } from '../engine/engine.js'
 import { MAX_REMOTE_WHEEL_BYTES, sha256Of } from '../engine/execution/python-wheelhouse.js'
 import type { SvcMetrics } from '../engine/metrics.js'
-import type { CatalogChange, SyncBatch, VersionVector } from '../engine/replication/catalog-replica.js'
+import { isCatalogChange, type ApplyResult, type CatalogChange, type SyncBatch, type VersionVector } from '../engine/replication/catalog-replica.js'
+import { withoutCode } from '../engine/replication/change-authenticator.js'
 import type { FederatedDiscovery, FederationMemberStatus, FederationNodeInfo, FederationPort } from '../engine/replication/federation-port.js'
 import type { FunctionVersion, Principal } from '../engine/types.js'
 import { CertificateVerifier, MembershipError } from './certificates.js'
+import { createChangeAuthenticator } from './change-authenticator.js'
 import { noopLogger, type FederationLogger } from './logger.js'
 import { MemberStatusService } from './member-status.js'
-import { createFederationNode, type FederationMember, type FederationNode, type FederationNodeInit, type NodeRegistration } from './node.js'
+import { createFederationNode, type FederationMember, type FederationNode, type FederationNodeInit, type GossipVerdict, type MembershipRefusal, type NodeRegistration } from './node.js'
 
 export const CATALOG_TOPIC = 'svc/catalog/1'
 export const NODES_TOPIC = 'svc/nodes/1'
@@ -39,9 +41,22 @@ export interface FederationComponents {
 }
 
 const MAX_HOLDER_HINTS = 10_000
+/** origin certificates a sync batch may present (a federation has far fewer members) */
+const MAX_PRESENTED_CERTIFICATES = 1_000
+const MAX_CERTIFICATE_CHARS = 16 * 1024
 
-/** Changes travel without code: code is fetched on demand from a provider and checked against its digest. */
-const withoutCode = (c: CatalogChange): CatalogChange => (c.kind === 'branch' ? c : { ...c, fn: { ...c.fn, source_code: '' } })
+/** The origin certificates a sync batch presents, as far as they are well formed (bounded). */
+function certificatesOf(value: unknown): Record<string, string> {
+  const out: Record<string, string> = {}
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return out
+  for (const [origin, pem] of Object.entries(value as Record<string, unknown>).slice(0, MAX_PRESENTED_CERTIFICATES)) {
+    if (typeof pem === 'string' && pem.length <= MAX_CERTIFICATE_CHARS) out[origin] = pem
+  }
+  return out
+}
+
+const changesOf = (batch: Partial<SyncBatch> | null | undefined): unknown[] =>
+  [batch?.added, batch?.updated, batch?.deleted].flatMap((list) => (Array.isArray(list) ? list : []))
 
 /**
  * The federation of one node: its libp2p member node, catalog replication (gossip of changes and
@@ -60,8 +75,9 @@ export class Federation implements FederationPort {
   private readonly unsubscribe: Array<() => void> = []
   private readonly syncing = new Map<string, Promise<void>>()
   /**
-   * content digest → the member whose signed gossip announced that content as added: the node that
-   * published it holds its code, so a fetch asks it first (the digest check still decides).
+   * content digest → the origin of the change that added that content (by gossip or sync; since
+   * changes are signed, the node that published it): it holds the code, so a fetch asks it first
+   * (the digest check still decides).
    * Bounded: the oldest hints are dropped past MAX_HOLDER_HINTS.
    */
   private readonly holders = new Map<string, string>()
@@ -82,8 +98,19 @@ export class Federation implements FederationPort {
     this.node = createFederationNode(init, {
       logger: this.log,
       onMembersChanged: (count) => this.metrics?.federationNodesActive.set(count),
+      onRefused: (refusal) => this.recordRefusal(refusal),
     })
     this.memberStatusService = new MemberStatusService({ node: this.node, replica: this.engine.replication, registered: () => this.registered })
+  }
+
+  /** A refused peer, counted and audited (the node logged it at warn). */
+  private recordRefusal(refusal: MembershipRefusal): void {
+    this.metrics?.federationMembershipRefusals.inc({ reason: refusal.reason })
+    void this.engine.auditLog.record({
+      operation: 'federation.membership.refused', rufid: null, user: refusal.peer_id, tenant: null,
+      ip: refusal.remote_addr ?? '', result: `refused (${refusal.reason}): ${refusal.detail}; redials refused until ${refusal.denied_until}`,
+      duration_ms: 0, code: 1003,
+    }).catch((err: unknown) => this.log.warn({ err }, 'audit of a membership refusal failed'))
   }
 
   get nodeId(): string {
@@ -91,15 +118,26 @@ export class Federation implements FederationPort {
   }
 
   async start(): Promise<void> {
-    await this.node.start()
     const replica = this.engine.replication
-    this.node.subscribe(CATALOG_TOPIC, async (payload, origin) => {
+    // this node's changes carry its PeerId and signature; others' are applied only when they verify
+    const signing = await replica.useAuthenticator(createChangeAuthenticator({
+      privateKey: this.init.privateKey, peerId: this.node.peerId, certPem: this.init.certPem, verifier: this.verifier,
+    }))
+    if (signing.signed + signing.reissued > 0) this.log.info({ ...signing, origin: this.node.peerId }, 'catalog changes of this node signed under its federation identity')
+    await this.node.start()
+    if (this.metrics) {
+      this.metrics.routingTableSource.read = () => {
+        const table = this.node.started ? this.node.routingTable() : { verified: [], others: [] }
+        return { verified: table.verified.length, others: table.others.length }
+      }
+    }
+    this.node.subscribe(CATALOG_TOPIC, async (payload, publisher) => {
+      // checkGossipedChange accepted it: the publisher is its origin and signed it
       const change = payload as CatalogChange
-      if (change?.kind !== 'branch' && change?.op === 'added' && typeof change.fn?.content_digest === 'string') this.hintHolder(change.fn.content_digest, origin.peerId)
-      await replica.apply([change])
+      await this.applyFrom([change], { [publisher.peerId]: publisher.registration.auth.certificate }, publisher.peerId)
       // a gap in the origin's sequence: something was missed, repair it from the sender
-      if (typeof change.seq === 'number' && (replica.versionVector()[change.origin] ?? 0) < change.seq) void this.syncWith(origin.peerId)
-    })
+      if ((replica.versionVector()[change.origin] ?? 0) < change.seq) void this.syncWith(publisher.peerId)
+    }, (payload, publisher) => this.checkGossipedChange(payload, publisher))
     this.node.subscribe(NODES_TOPIC, (payload) => {
       const registration = payload as NodeRegistration
       try {
@@ -109,7 +147,7 @@ export class Federation implements FederationPort {
         // an invalid registration is not applied
       }
     })
-    await this.node.handleMembers(SYNC_PROTOCOL, async (request) => this.answerSync(request as Partial<SyncBatch>))
+    await this.node.handleMembers(SYNC_PROTOCOL, async (request, from) => this.answerSync(request as Partial<SyncBatch>, from))
     await this.node.handleMembers(CODE_PROTOCOL, async (request) => this.serveCode(request as { tenant_id: string; rufid_short: string; version: number; content_digest: string }))
     await this.node.handleMembers(REGISTER_PROTOCOL, async (request) => this.register(request))
     await this.node.handleMembers(WHEEL_PROTOCOL, async (request) => this.serveWheel(request as { sha256?: unknown }))
@@ -175,14 +213,80 @@ export class Federation implements FederationPort {
     if (change.kind !== 'branch' && change.op === 'added') void this.provide(change.fn.content_digest)
   }
 
-  private async answerSync(request: Partial<SyncBatch>): Promise<SyncBatch> {
-    const incoming = [...(request.added ?? []), ...(request.updated ?? []), ...(request.deleted ?? [])]
-    if (incoming.length) await this.engine.replication.apply(incoming)
-    const batch = await this.engine.replication.changesSince(request.vector ?? {})
+  /**
+   * A gossiped change, before it is delivered or forwarded: a member gossips its own changes only,
+   * signed. Another origin's change in a member's message is a replay (its signature verifies) or
+   * a forgery; a signature that does not verify is a forgery: either way the publisher is refused.
+   */
+  private async checkGossipedChange(payload: unknown, publisher: FederationMember): Promise<GossipVerdict> {
+    if (!isCatalogChange(payload)) return 'reject' // a change this version does not know: not applied, not forwarded
+    const change = payload
+    const verdict = await this.engine.replication.verifyChange(change, { [publisher.peerId]: publisher.registration.auth.certificate })
+    if (!verdict.ok && verdict.reason === 'unsigned') {
+      this.metrics?.federationChangesRejected.inc({ reason: 'unsigned' })
+      return 'reject'
+    }
+    if (change.origin !== publisher.peerId) {
+      return {
+        refuse: verdict.ok ? 'replayed_change' : 'forged_change',
+        detail: `gossiped change ${change.seq} of ${change.origin} as its own message${verdict.ok ? '' : ` (${verdict.detail})`}`,
+      }
+    }
+    if (verdict.ok) return 'accept'
+    if (verdict.reason === 'bad_signature') return { refuse: 'forged_change', detail: `gossiped change ${change.seq}: ${verdict.detail}` }
+    this.metrics?.federationChangesRejected.inc({ reason: verdict.reason })
+    this.log.warn({ peer_id: publisher.peerId, seq: change.seq, reason: verdict.reason, detail: verdict.detail }, 'gossiped change not applied')
+    return 'reject'
+  }
+
+  /**
+   * Applies changes received from `source` (a member's PeerId, or `rest`), checked against their
+   * origins' certificates (`credentials` presented with them, or held); counts and logs what was
+   * not applied.
+   */
+  private async applyFrom(changes: unknown[], credentials: Record<string, string>, source: string): Promise<ApplyResult> {
+    // the origin of an added version published it and holds its code: a resolve asks it first. Set
+    // before the version is stored (a resolve may see it at once); a hint only orders the
+    // candidates (a member that lacks the code says so, the digest check decides)
+    for (const c of changes) {
+      if (isCatalogChange(c) && c.kind !== 'branch' && c.op === 'added' && c.origin !== this.nodeId) this.hintHolder(c.fn.content_digest, c.origin)
+    }
+    const result = await this.engine.replication.apply(changes as CatalogChange[], { credentials })
+    if (result.rejected.length > 0) {
+      for (const r of result.rejected) this.metrics?.federationChangesRejected.inc({ reason: r.reason })
+      const serious = result.rejected.filter((r) => r.reason !== 'duplicate_sequence' && r.reason !== 'unsigned')
+      const summary = { source, rejected: result.rejected.length, first: result.rejected.slice(0, 5).map((r) => `${r.origin}/${r.seq}: ${r.reason}`) }
+      if (serious.length > 0) this.log.warn(summary, 'replicated changes not applied')
+      else this.log.debug(summary, 'replicated changes not applied')
+    }
+    return result
+  }
+
+  private async answerSync(request: Partial<SyncBatch> | null, from?: FederationMember): Promise<SyncBatch> {
+    const incoming = changesOf(request)
+    if (incoming.length) {
+      const presented = certificatesOf(request?.certificates)
+      if (from) presented[from.peerId] = from.registration.auth.certificate
+      const result = await this.applyFrom(incoming, presented, from?.peerId ?? 'rest')
+      const forged = result.rejected.filter((r) => r.reason === 'bad_signature')
+      if (forged.length > 0) {
+        const detail = `sync carried ${forged.length} change(s) whose signature does not verify, first ${forged[0]!.origin}/${forged[0]!.seq}`
+        if (from) void this.node.refuse(from.peerId, 'forged_change', detail)
+        throw new SvcError('PERMISSION_DENIED', `${detail}: nothing of the batch was applied`, {
+          details: { rejected: forged.slice(0, 20).map(({ origin, seq, key, reason }) => ({ origin, seq, key, reason })) },
+        })
+      }
+    }
+    const vector = request?.vector !== null && typeof request?.vector === 'object' ? request.vector : {}
+    const batch = await this.engine.replication.changesSince(vector)
     return { ...batch, added: batch.added.map(withoutCode), updated: batch.updated.map(withoutCode), deleted: batch.deleted.map(withoutCode) }
   }
 
-  /** FederationPort.sync (REST): applies the caller's changes, answers with ours above its vector. */
+  /**
+   * FederationPort.sync (REST): applies the caller's changes (each signed by its origin, checked
+   * against the certificates presented in `certificates` or held; a batch with a forged change is
+   * refused whole, 1003), answers with ours above its vector, with our origins' certificates.
+   */
   sync(batch: Partial<SyncBatch>): Promise<SyncBatch> {
     return this.answerSync(batch)
   }
@@ -196,8 +300,17 @@ export class Federation implements FederationPort {
       try {
         const replica = this.engine.replication
         const answer = await this.node.request(peerId, SYNC_PROTOCOL, { added: [], updated: [], deleted: [], timestamp: new Date().toISOString(), vector: replica.versionVector() }) as SyncBatch
-        await replica.apply([...answer.added, ...answer.updated, ...answer.deleted])
-        const mine = await replica.changesSince(answer.vector ?? {})
+        const member = this.node.member(peerId)
+        const presented = certificatesOf(answer?.certificates)
+        if (member) presented[peerId] = member.registration.auth.certificate
+        const result = await this.applyFrom(changesOf(answer), presented, peerId)
+        const forged = result.rejected.filter((r) => r.reason === 'bad_signature')
+        if (forged.length > 0) {
+          await this.node.refuse(peerId, 'forged_change', `its sync answer carried ${forged.length} change(s) whose signature does not verify, first ${forged[0]!.origin}/${forged[0]!.seq}`)
+          return
+        }
+        const vector = answer?.vector !== null && typeof answer?.vector === 'object' ? answer.vector : {}
+        const mine = await replica.changesSince(vector)
         if (mine.added.length + mine.updated.length + mine.deleted.length > 0) {
           await this.node.request(peerId, SYNC_PROTOCOL, { ...mine, added: mine.added.map(withoutCode), updated: mine.updated.map(withoutCode), deleted: mine.deleted.map(withoutCode), vector: replica.versionVector() })
         }
@@ -252,8 +365,8 @@ export class Federation implements FederationPort {
   }
 
   /**
-   * FederationPort.fetchCode. Candidates, each tried once and in turn: the member whose gossip
-   * announced the content (it published it), providers from the DHT as the query finds them
+   * FederationPort.fetchCode. Candidates, each tried once and in turn: the origin that added the
+   * content (it published it), providers from the DHT as the query finds them
    * (members only), then the other members (a provider record may not have reached the DHT yet,
    * or its publisher left: nodes that fetched the code serve it too). The first code that hashes
    * to `contentDigest` wins; none → 2001.

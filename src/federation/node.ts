@@ -2,8 +2,8 @@ import { noise } from '@chainsafe/libp2p-noise'
 import { bootstrap } from '@libp2p/bootstrap'
 import { gossipsub, TopicValidatorResult, type GossipSub, type Message } from '@libp2p/gossipsub'
 import { identify } from '@libp2p/identify'
-import type { Connection, PeerId, PrivateKey, Stream } from '@libp2p/interface'
-import { kadDHT, passthroughMapper, type KadDHT } from '@libp2p/kad-dht'
+import type { PeerId, PeerInfo, PrivateKey } from '@libp2p/interface'
+import { kadDHT, type KadDHT } from '@libp2p/kad-dht'
 import { peerIdFromString } from '@libp2p/peer-id'
 import { ping } from '@libp2p/ping'
 import { tcp } from '@libp2p/tcp'
@@ -15,28 +15,23 @@ import { CID } from 'multiformats/cid'
 import * as raw from 'multiformats/codecs/raw'
 import { create as createDigest } from 'multiformats/hashes/digest'
 import { sha256 } from 'multiformats/hashes/sha2'
-import { CertificateVerifier, MembershipError, type VerifiedMember } from './certificates.js'
+import type { MembershipRefusalReason } from '../engine/metrics.js'
+import { CertificateVerifier } from './certificates.js'
 import { noopLogger, type FederationLogger } from './logger.js'
+import { membershipGate, type MembershipGate } from './membership-gate.js'
+import { Membership, MEMBERSHIP_PROTOCOL, type FederationMember, type MembershipRefusal, type NodeRegistration } from './membership.js'
 
 export const PROTOCOL_PREFIX = '/svc'
-export const MEMBERSHIP_PROTOCOL = '/svc/membership/1.0.0'
 export const DHT_PROTOCOL = '/svc/kad/1.0.0'
+export const IDENTIFY_PROTOCOLS = ['/svc/id/1.0.0', '/svc/id/push/1.0.0']
+export const PING_PROTOCOL = '/svc/ping/1.0.0'
+/** what a peer may use before it is a member: identify, ping and the membership exchange */
+export const OPEN_PROTOCOLS = [...IDENTIFY_PROTOCOLS, PING_PROTOCOL, MEMBERSHIP_PROTOCOL]
 const MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+/** the kad-dht peer-store tag of routing-table peers (@libp2p/kad-dht KAD_PEER_TAG_NAME) */
+const KAD_PEER_TAG = 'kad-peer'
 
-/** The registration object of service-spec §2.7. */
-export interface NodeRegistration {
-  node_id: string
-  endpoint: string
-  capabilities: { languages: string[]; max_concurrent: number; protocols: string[] }
-  auth: { certificate: string; public_key: string }
-}
-
-export interface FederationMember {
-  peerId: string
-  registration: NodeRegistration
-  certificate: VerifiedMember
-  verified_at: string
-}
+export { MEMBERSHIP_PROTOCOL, type FederationMember, type MembershipRefusal, type NodeRegistration }
 
 export interface FederationNodeInit {
   privateKey: PrivateKey
@@ -55,8 +50,12 @@ export interface FederationNodeInit {
   /** what this node tells others about itself (node_id and auth are filled in) */
   endpoint: string
   capabilities?: Partial<NodeRegistration['capabilities']>
-  /** how long a peer that failed membership stays refused (default 30 s) */
+  /** a peer has this long from its membership exchange's start to a verified certificate (default 5 s) */
+  membershipTimeoutMs?: number
+  /** how long a refused peer stays refused (default 30 s) */
   denyMs?: number
+  /** at most this many refused peers are remembered (default 10,000) */
+  maxDenied?: number
   /** gossipsub heartbeat (default 250 ms: the mesh forms fast on a small federation) */
   heartbeatMs?: number
   /** do not refuse to start with a certificate the federation would reject (tests of intruders) */
@@ -67,14 +66,22 @@ export interface FederationNodeComponents {
   logger?: FederationLogger
   /** called with the member count whenever it changes (svc_federation_nodes_active) */
   onMembersChanged?: (count: number) => void
+  /** called once per refused peer (audit entry, svc_federation_membership_refusals_total) */
+  onRefused?: (refusal: MembershipRefusal) => void
 }
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
 /** A request/response handler for members: gets the decoded request and the member, returns the response. */
 export type MemberRequestHandler = (request: unknown, from: FederationMember) => Promise<unknown>
 export type GossipHandler = (payload: unknown, origin: FederationMember) => void | Promise<void>
+/**
+ * Checks a gossip payload before it is delivered or forwarded: `accept`, `reject` (dropped, not
+ * forwarded), or a refusal of the member that published it.
+ */
+export type GossipValidator = (payload: unknown, publisher: FederationMember) => Promise<GossipVerdict> | GossipVerdict
+export type GossipVerdict = 'accept' | 'reject' | { refuse: MembershipRefusalReason; detail: string }
 
-type Services = { identify: ReturnType<ReturnType<typeof identify>>; ping: ReturnType<ReturnType<typeof ping>>; dht: KadDHT; pubsub: GossipSub }
+type Services = { gate: MembershipGate; identify: ReturnType<ReturnType<typeof identify>>; ping: ReturnType<ReturnType<typeof ping>>; dht: KadDHT; pubsub: GossipSub }
 
 const encode = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value))
 const decode = (bytes: { subarray(): Uint8Array }): unknown => JSON.parse(new TextDecoder().decode(bytes.subarray()))
@@ -88,19 +95,18 @@ export function cidOfDigest(digestHex: string): CID {
 /**
  * A federation member's libp2p node: TCP, Noise, Yamux, identify, ping, Kademlia DHT (`/svc/kad`),
  * gossipsub (signed). Noise proves a peer's PeerId; membership is proven after connecting by an
- * exchange of registrations over `/svc/membership/1.0.0` whose certificates are checked against
- * the federation CA. A peer that fails is disconnected and refused for a while; only members are
- * answered on member protocols, and gossip is delivered only when its signed origin is a member.
+ * exchange of registrations whose certificates are checked against the federation CA
+ * (membership.ts). Until a peer is a member it gets identify, ping and that exchange, and nothing
+ * else: the membership gate (membership-gate.ts, the first service) holds every other stream,
+ * both ways, and every topology notification, until the exchange is verified, and aborts them
+ * when it is refused. The DHT lists and keeps members only, and gossip is delivered only when its
+ * signed publisher is a member.
  */
 export class FederationNode {
   private readonly init: FederationNodeInit
   private readonly log: FederationLogger
-  private readonly verifier: CertificateVerifier
-  private readonly membersById = new Map<string, FederationMember>()
-  private readonly pending = new Map<string, Promise<FederationMember | undefined>>()
-  private readonly denied = new Map<string, number>()
+  private readonly membership: Membership
   private readonly gossipHandlers = new Map<string, GossipHandler>()
-  private readonly memberListeners = new Set<(event: 'joined' | 'left', member: FederationMember) => void>()
   private libp2p: Libp2p<Services> | undefined
   private starting: Promise<void> | undefined
   readonly peerId: string
@@ -109,7 +115,7 @@ export class FederationNode {
   constructor(init: FederationNodeInit, private readonly components: FederationNodeComponents = {}) {
     this.init = init
     this.log = components.logger ?? noopLogger
-    this.verifier = new CertificateVerifier({ caCertPem: init.caCertPem, revoked: init.revoked ?? [] })
+    const verifier = new CertificateVerifier({ caCertPem: init.caCertPem, revoked: init.revoked ?? [] })
     this.peerId = peerIdFromPublicKeyString(init.privateKey)
     this.self = {
       node_id: this.peerId,
@@ -122,7 +128,14 @@ export class FederationNode {
       auth: { certificate: init.certPem, public_key: Buffer.from(init.privateKey.publicKey.toMultihash().bytes).toString('base64') },
     }
     // our own certificate must be one the federation accepts
-    if (!init.skipSelfCheck) this.verifier.verify(init.certPem, this.peerId)
+    if (!init.skipSelfCheck) verifier.verify(init.certPem, this.peerId)
+    this.membership = new Membership({
+      self: this.self,
+      verifier,
+      timeoutMs: init.membershipTimeoutMs ?? 5_000,
+      backoffMs: init.denyMs ?? 30_000,
+      maxDenied: init.maxDenied ?? 10_000,
+    }, { logger: this.log, onRefused: components.onRefused, onMembersChanged: components.onMembersChanged })
   }
 
   get started(): boolean {
@@ -137,11 +150,11 @@ export class FederationNode {
 
   /** Verified members currently connected (this node excluded). */
   members(): FederationMember[] {
-    return [...this.membersById.values()]
+    return this.membership.members()
   }
 
   member(peerId: string): FederationMember | undefined {
-    return this.membersById.get(peerId)
+    return this.membership.member(peerId)
   }
 
   multiaddrs(): string[] {
@@ -149,8 +162,31 @@ export class FederationNode {
   }
 
   onMember(listener: (event: 'joined' | 'left', member: FederationMember) => void): () => void {
-    this.memberListeners.add(listener)
-    return () => this.memberListeners.delete(listener)
+    return this.membership.onMember(listener)
+  }
+
+  /** Whether `peerId` was refused and is still within its back-off. */
+  isDenied(peerId: string): boolean {
+    return this.membership.isDenied(peerId)
+  }
+
+  /** Refuses a peer (a member that forged a change, say): disconnected, denied for the back-off, reported. */
+  refuse(peerId: string, reason: MembershipRefusalReason, detail: string): Promise<void> {
+    return this.membership.refuse(peerId, reason, detail)
+  }
+
+  /**
+   * The DHT routing table, split by whether each peer proved membership (see
+   * `Membership.wasVerified`): `others` is 0 unless a non-member got in.
+   */
+  routingTable(): { verified: string[]; others: string[] } {
+    const table = (this.libp2p?.services.dht as unknown as { routingTable?: { kb?: { toIterable?(): Iterable<{ peerId: PeerId }> } } } | undefined)?.routingTable
+    const out = { verified: [] as string[], others: [] as string[] }
+    for (const { peerId } of table?.kb?.toIterable?.() ?? []) {
+      const id = peerId.toString()
+      ;(this.membership.wasVerified(id) ? out.verified : out.others).push(id)
+    }
+    return out
   }
 
   start(): Promise<void> {
@@ -159,8 +195,12 @@ export class FederationNode {
   }
 
   private async doStart(): Promise<void> {
-    const denied = (peer: PeerId): boolean => this.isDenied(peer.toString())
+    const denied = (peer: PeerId): boolean => this.membership.isDenied(peer.toString())
     const bootstrapList = this.init.bootstrap ?? []
+    const membership = this.membership
+    // the DHT hears of, keeps and tells others of members only (and of itself)
+    const membersOnly = (info: PeerInfo): PeerInfo =>
+      info.id.toString() === this.peerId || membership.wasVerified(info.id.toString()) ? info : { ...info, multiaddrs: [] }
     const node = await createLibp2p({
       privateKey: this.init.privateKey,
       addresses: { listen: this.init.listen, announce: this.init.announce ?? [] },
@@ -175,12 +215,14 @@ export class FederationNode {
       },
       peerDiscovery: bootstrapList.length ? [bootstrap({ list: bootstrapList, timeout: 100 })] : [],
       services: {
+        // first: it wraps the registrar before any other service registers a handler or topology
+        gate: membershipGate({ openProtocols: OPEN_PROTOCOLS, admit: (peer) => membership.admit(peer) }),
         identify: identify({ protocolPrefix: 'svc' }),
         ping: ping({ protocolPrefix: 'svc' }),
         dht: kadDHT({
           protocol: DHT_PROTOCOL,
           clientMode: false,
-          peerInfoMapper: passthroughMapper,
+          peerInfoMapper: membersOnly,
           allowQueryWithZeroPeers: true,
           logPrefix: 'svc:dht',
           datastorePrefix: '/svc-dht',
@@ -195,15 +237,25 @@ export class FederationNode {
       },
     })
     this.libp2p = node as unknown as Libp2p<Services>
+    membership.attach(node as unknown as Libp2p, (peer) => this.forgetInDht(peer))
     node.addEventListener('peer:connect', (evt) => {
-      void this.ensureMember(evt.detail.toString()).catch(() => undefined)
+      void membership.ensure(evt.detail.toString()).catch(() => undefined)
     })
-    node.addEventListener('peer:disconnect', (evt) => this.dropMember(evt.detail.toString(), 'disconnected'))
-    await node.handle(MEMBERSHIP_PROTOCOL, (stream, connection) => this.answerMembership(stream, connection), { runOnLimitedConnection: false })
+    node.addEventListener('peer:disconnect', (evt) => membership.drop(evt.detail.toString(), 'disconnected'))
+    await node.handle(MEMBERSHIP_PROTOCOL, (stream, connection) => membership.answer(stream, connection), { runOnLimitedConnection: false, maxInboundStreams: 4 })
     await node.start()
     this.log.info({ peer_id: this.peerId, addrs: this.multiaddrs() }, 'federation node started')
     // bootstrap discovery dials on its own, but without waiting: dial the list now as well
     for (const addr of bootstrapList) void this.dial(addr).catch(() => undefined)
+  }
+
+  /** A refused peer leaves the DHT routing table and loses its routing-table tag in the peer store. */
+  private async forgetInDht(peer: PeerId): Promise<void> {
+    const node = this.libp2p
+    if (node === undefined) return
+    const table = (node.services.dht as unknown as { routingTable?: { remove?(peer: PeerId): Promise<void> } }).routingTable
+    await table?.remove?.(peer).catch(() => undefined)
+    if (await node.peerStore.has(peer)) await node.peerStore.merge(peer, { tags: { [KAD_PEER_TAG]: undefined } })
   }
 
   async stop(): Promise<void> {
@@ -212,8 +264,7 @@ export class FederationNode {
     this.starting = undefined
     const node = this.libp2p
     this.libp2p = undefined
-    this.membersById.clear()
-    this.components.onMembersChanged?.(0)
+    this.membership.detach()
     await node?.stop()
   }
 
@@ -227,125 +278,20 @@ export class FederationNode {
     await this.p2p.dial(peerIdFromString(peerId))
   }
 
-  private isDenied(peerId: string): boolean {
-    const until = this.denied.get(peerId)
-    if (until === undefined) return false
-    if (until < Date.now()) {
-      this.denied.delete(peerId)
-      return false
-    }
-    return true
-  }
-
   /**
    * The member behind `peerId`, proving membership first when it has not yet been proven
    * (dialing the peer when needed). Undefined when it is not a member or cannot be reached.
    */
-  async ensureMember(peerId: string, timeoutMs = 5_000): Promise<FederationMember | undefined> {
-    if (peerId === this.peerId) return undefined
-    const known = this.membersById.get(peerId)
-    if (known) return known
-    if (this.isDenied(peerId) || this.libp2p === undefined) return undefined
-    let pending = this.pending.get(peerId)
-    if (pending === undefined) {
-      pending = this.proveMembership(peerId, timeoutMs).finally(() => this.pending.delete(peerId))
-      this.pending.set(peerId, pending)
-    }
-    return pending
+  ensureMember(peerId: string): Promise<FederationMember | undefined> {
+    return this.membership.ensure(peerId)
   }
 
-  private async proveMembership(peerId: string, timeoutMs: number): Promise<FederationMember | undefined> {
-    const signal = AbortSignal.timeout(timeoutMs)
-    let stream: Stream
-    try {
-      stream = await this.p2p.dialProtocol(peerIdFromString(peerId), MEMBERSHIP_PROTOCOL, { signal })
-    } catch (err) {
-      // a peer that is not one of us may not even speak the protocol
-      if (this.membersById.has(peerId)) return this.membersById.get(peerId)
-      this.log.debug({ peer_id: peerId, err }, 'membership exchange failed')
-      if ((err as Error).name === 'UnsupportedProtocolError') await this.refuse(peerId, 'no membership protocol')
-      return undefined
-    }
-    try {
-      const lp = lpStream(stream, { maxDataLength: MAX_MESSAGE_BYTES })
-      await lp.write(encode(this.self), { signal })
-      const answer = decode(await lp.read({ signal }))
-      await stream.close({ signal }).catch(() => stream.abort(new Error('closing')))
-      return await this.admit(peerId, answer)
-    } catch (err) {
-      stream.abort(err as Error)
-      if (this.membersById.has(peerId)) return this.membersById.get(peerId)
-      this.log.debug({ peer_id: peerId, err }, 'membership exchange failed')
-      return undefined
-    }
-  }
-
-  private async answerMembership(stream: Stream, connection: Connection): Promise<void> {
-    const peerId = connection.remotePeer.toString()
-    const signal = AbortSignal.timeout(10_000)
-    try {
-      const lp = lpStream(stream, { maxDataLength: MAX_MESSAGE_BYTES })
-      const claim = decode(await lp.read({ signal }))
-      const member = await this.admit(peerId, claim)
-      if (member === undefined) {
-        stream.abort(new Error('not a federation member'))
-        return
-      }
-      await lp.write(encode(this.self), { signal })
-      await stream.close({ signal })
-    } catch (err) {
-      stream.abort(err as Error)
-    }
-  }
-
-  /** Checks a registration claimed by `peerId` (whose identity Noise proved) and admits or refuses the peer. */
-  private async admit(peerId: string, claim: unknown): Promise<FederationMember | undefined> {
-    const registration = claim as Partial<NodeRegistration> | null
-    try {
-      if (registration === null || typeof registration !== 'object' || typeof registration.auth?.certificate !== 'string') {
-        throw new MembershipError('malformed', 'no certificate in the registration')
-      }
-      if (registration.node_id !== peerId) throw new MembershipError('peer_id_mismatch', `registration names ${String(registration.node_id)}, connection is ${peerId}`)
-      const certificate = this.verifier.verify(registration.auth.certificate, peerId)
-      const known = this.membersById.get(peerId)
-      if (known) return known
-      const member: FederationMember = { peerId, registration: registration as NodeRegistration, certificate, verified_at: new Date().toISOString() }
-      this.membersById.set(peerId, member)
-      this.components.onMembersChanged?.(this.membersById.size)
-      this.log.info({ peer_id: peerId, endpoint: member.registration.endpoint }, 'federation member joined')
-      for (const l of this.memberListeners) l('joined', member)
-      return member
-    } catch (err) {
-      const failure = err instanceof MembershipError ? err.failure : 'malformed'
-      await this.refuse(peerId, `${failure}: ${(err as Error).message}`)
-      return undefined
-    }
-  }
-
-  /** Disconnects a non-member and refuses it for `denyMs`. */
-  private async refuse(peerId: string, why: string): Promise<void> {
-    this.log.warn({ peer_id: peerId, reason: why }, 'peer is not a federation member: disconnected')
-    this.denied.set(peerId, Date.now() + (this.init.denyMs ?? 30_000))
-    this.dropMember(peerId, why)
-    await this.libp2p?.hangUp(peerIdFromString(peerId)).catch(() => undefined)
-  }
-
-  private dropMember(peerId: string, why: string): void {
-    const member = this.membersById.get(peerId)
-    if (member === undefined) return
-    if (why === 'disconnected' && this.libp2p && this.libp2p.getConnections(peerIdFromString(peerId)).length > 0) return
-    this.membersById.delete(peerId)
-    this.components.onMembersChanged?.(this.membersById.size)
-    this.log.info({ peer_id: peerId, reason: why }, 'federation member left')
-    for (const l of this.memberListeners) l('left', member)
-  }
-
-  /** Serves a JSON request/response protocol to members only. */
+  /** Serves a JSON request/response protocol to members only (the gate lets no one else open it). */
   async handleMembers(protocol: string, handler: MemberRequestHandler): Promise<void> {
     await this.p2p.handle(protocol, async (stream, connection) => {
       const signal = AbortSignal.timeout(30_000)
       try {
-        const member = await this.ensureMember(connection.remotePeer.toString())
+        const member = this.membership.member(connection.remotePeer.toString())
         if (member === undefined) {
           stream.abort(new Error('not a federation member'))
           return
@@ -369,7 +315,7 @@ export class FederationNode {
 
   /** Sends one JSON request to a member and returns its response; throws on a refusal or an error answer. */
   async request(peerId: string, protocol: string, body: unknown, timeoutMs = 10_000): Promise<unknown> {
-    const member = await this.ensureMember(peerId, timeoutMs)
+    const member = await this.ensureMember(peerId)
     if (member === undefined) throw new Error(`${peerId} is not a reachable federation member`)
     const signal = AbortSignal.timeout(timeoutMs)
     const stream = await this.p2p.dialProtocol(peerIdFromString(peerId), protocol, { signal })
@@ -386,21 +332,39 @@ export class FederationNode {
     }
   }
 
-  /** Subscribes to a gossip topic; only messages whose signed origin is a member reach `handler`. */
-  subscribe(topic: string, handler: GossipHandler): void {
+  /**
+   * Subscribes to a gossip topic. A message is delivered to `handler` (and forwarded to other
+   * members) only when its signed publisher is a member and `validate` accepts it; a publisher
+   * `validate` refuses is refused membership (publishing what is not JSON on a topic is refused
+   * as malformed).
+   */
+  subscribe(topic: string, handler: GossipHandler, validate?: GossipValidator): void {
     const pubsub = this.p2p.services.pubsub
     this.gossipHandlers.set(topic, handler)
     pubsub.topicValidators.set(topic, async (_relay: PeerId, message: Message) => {
       if (message.type !== 'signed') return TopicValidatorResult.Reject
-      const member = await this.ensureMember(message.from.toString(), 3_000)
-      return member === undefined ? TopicValidatorResult.Reject : TopicValidatorResult.Accept
+      const publisher = message.from.toString()
+      const member = await this.ensureMember(publisher)
+      if (member === undefined) return TopicValidatorResult.Reject
+      if (validate === undefined) return TopicValidatorResult.Accept
+      let payload: unknown
+      try {
+        payload = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(message.data))
+      } catch {
+        void this.refuse(publisher, 'malformed', `published a message on ${topic} that is not JSON`)
+        return TopicValidatorResult.Reject
+      }
+      const verdict = await validate(payload, member)
+      if (verdict === 'accept') return TopicValidatorResult.Accept
+      if (verdict !== 'reject') void this.refuse(publisher, verdict.refuse, verdict.detail)
+      return TopicValidatorResult.Reject
     })
     if (this.gossipHandlers.size === 1) {
       pubsub.addEventListener('message', (evt) => {
         const message = evt.detail
         if (message.type !== 'signed') return
         const h = this.gossipHandlers.get(message.topic)
-        const origin = this.membersById.get(message.from.toString())
+        const origin = this.membership.member(message.from.toString())
         if (h === undefined || origin === undefined) return
         let payload: unknown
         try {
@@ -440,7 +404,7 @@ export class FederationNode {
         if (id === this.peerId || seen.has(id)) continue
         seen.add(id)
         if (provider.multiaddrs.length) await this.p2p.peerStore.merge(provider.id, { multiaddrs: provider.multiaddrs }).catch(() => undefined)
-        const member = await this.ensureMember(id, 3_000)
+        const member = await this.ensureMember(id)
         if (member === undefined) continue
         yield member
         if (++yielded >= (options.max ?? 20)) break

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { canonicalJson } from '../../src/core/canonical-json.js'
 import { branchStates, compareHeads, createCatalogStore, walkBranch, type CatalogChange, type Engine, type PlacedMove } from '../../src/engine/index.js'
 import { createTestEngine, principal, type TestEngine } from '../fixtures/engine.js'
+import { signingReplica } from './fixtures.js'
 
 const dev = principal('acme')
 const calc = (n: number) => ({
@@ -13,9 +14,13 @@ const calc = (n: number) => ({
 })
 
 const engines: TestEngine[] = []
+/** every replica's certificate: changes carried by hand are checked against their origin's */
+const credentials: Record<string, string> = {}
 async function node(): Promise<TestEngine> {
   const t = await createTestEngine()
   engines.push(t)
+  const { origin, certPem } = await signingReplica(t.engine)
+  credentials[origin] = certPem
   return t
 }
 afterAll(async () => {
@@ -100,7 +105,7 @@ describe('replicated branch heads (in-process replicas, changes carried by hand)
     const created = await a.engine.branches.deploy(dev, { ...calc(1), branch: 'main' })
     const mainKey = created.branch_key!
     expect(mainKey).toBeTruthy()
-    await b.engine.replication.apply(await changesOf(a.engine))
+    await b.engine.replication.apply(await changesOf(a.engine), { credentials })
     expect((await b.engine.branches.head(dev, 'calc', 'main')).version).toBe(1)
 
     // a partition: each side moves main (new code, so v2 on both: a version conflict as well)
@@ -117,13 +122,13 @@ describe('replicated branch heads (in-process replicas, changes carried by hand)
     expect(new Set(all.filter((c) => c.kind === 'branch').map((c) => `${c.origin}/${c.seq}`)).size).toBe(5)
 
     // heal: a and b exchange; fresh replicas get everything in shuffled orders
-    await a.engine.replication.apply(await changesOf(b.engine))
-    await b.engine.replication.apply(all)
+    await a.engine.replication.apply(await changesOf(b.engine), { credentials })
+    await b.engine.replication.apply(all, { credentials })
     const fresh: TestEngine[] = []
     for (let seed = 1; seed <= 6; seed++) {
       const t = await node()
       // one change at a time, so a move may arrive before its parent or before its version
-      for (const c of shuffled(all, seed)) await t.engine.replication.apply([c])
+      for (const c of shuffled(all, seed)) await t.engine.replication.apply([c], { credentials })
       fresh.push(t)
     }
 
@@ -157,7 +162,7 @@ describe('replicated branch heads (in-process replicas, changes carried by hand)
     const moved = await a.engine.branches.deploy(dev, { ...calc(9), branch: 'staging', branch_key: stagingWinnerKey })
     expect(moved.moved).toBe(true)
     for (const t of [b, ...fresh]) {
-      await t.engine.replication.apply(await changesOf(a.engine))
+      await t.engine.replication.apply(await changesOf(a.engine), { credentials })
       expect((await t.engine.branches.head(dev, 'calc', 'staging')).move_id).toBe(moved.head.move_id)
       expect(await stateOf(t)).toEqual(await stateOf(a))
     }
@@ -176,9 +181,9 @@ describe('replicated branch heads (in-process replicas, changes carried by hand)
     // versions last: every move arrives before the version it points at
     const moves = changes.filter((c) => c.kind === 'branch')
     const versions = changes.filter((c) => c.kind !== 'branch')
-    for (const c of moves) await b.engine.replication.apply([c])
+    for (const c of moves) await b.engine.replication.apply([c], { credentials })
     await expect(b.engine.branches.head(dev, 'calc', 'main')).rejects.toMatchObject({ code: 1002 })
-    for (const c of versions) await b.engine.replication.apply([c])
+    for (const c of versions) await b.engine.replication.apply([c], { credentials })
     const head = await b.engine.branches.head(dev, 'calc', 'main')
     expect(head).toEqual(await a.engine.branches.head(dev, 'calc', 'main'))
     expect(await stateOf(b)).toEqual(await stateOf(a))
@@ -198,7 +203,7 @@ describe('replicated branch heads (in-process replicas, changes carried by hand)
       { ...good, move: null },
       { ...good, op: 'deleted' },
     ]
-    const result = await b.engine.replication.apply(bad as unknown as CatalogChange[])
+    const result = await b.engine.replication.apply(bad as unknown as CatalogChange[], { credentials })
     expect(result.applied).toBe(0)
     expect(await stateOf(b)).toEqual(before)
   })

@@ -1,78 +1,33 @@
 // Five svc-node daemons as separate processes on loopback, federated (issue 4 "Done when").
 // Needs the compiled daemon (`npm run build`; the test command builds first).
-import { mkdirSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createFederationCa, issueNodeCertificate, writeCa, writeNodeCertificate, type CertificateAuthority } from '../../src/federation/certificates.js'
+import { createFederationCa, issueNodeCertificate, type CertificateAuthority } from '../../src/federation/certificates.js'
 import { CATALOG_TOPIC, SYNC_PROTOCOL } from '../../src/federation/federation.js'
-import { loadOrCreatePeerIdentity } from '../../src/federation/identity.js'
-import { removeDir, startDaemonProcess, tempDataDir, type DaemonProcess } from '../fixtures/daemon-process.js'
+import { removeDir, tempDataDir } from '../fixtures/daemon-process.js'
+import { digestOf, federationOnDisk, prepareDaemon, rest as call, startFederatedDaemon, type FederatedDaemon as ClusterNode, type FederationOnDisk } from './federated-daemon.js'
 import { newIdentity, startNode, testCa, waitFor } from './fixtures.js'
-
-interface ClusterNode {
-  name: string
-  dataDir: string
-  configFile: string
-  peerId: string
-  proc?: DaemonProcess
-  p2p: string[]
-}
-
-const NAMESPACE = { 'x-svc-namespace': 'acme', 'content-type': 'application/json' }
-
-async function call(node: ClusterNode, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${node.proc!.url}${path}`, { method, headers: NAMESPACE, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
-  const text = await res.text()
-  return { status: res.status, body: text ? JSON.parse(text) as Record<string, unknown> : {} }
-}
-
-const digestOf = async (node: ClusterNode): Promise<string> => (await call(node, 'GET', '/api/v1/federation/catalog/digest')).body.digest as string
 
 describe('a federation of 5 daemon processes', () => {
   let ca: CertificateAuthority
+  let fed: FederationOnDisk
   let root: string
-  let caDir: string
   const nodes: ClusterNode[] = []
   let revokedIdentity: Awaited<ReturnType<typeof newIdentity>>
   let revokedCert: { certPem: string; serial: string }
 
-  const writeConfig = (node: ClusterNode, bootstrap: string[]): void => {
-    writeFileSync(node.configFile, JSON.stringify({
-      federation: {
-        enabled: true,
-        listen: ['/ip4/127.0.0.1/tcp/0'],
-        bootstrap,
-        ca_file: join(caDir, 'ca.crt'),
-        cert_file: join(node.dataDir, 'cert', 'node.crt'),
-        sync_interval_ms: 500,
-        revoked: [revokedCert.serial],
-      },
-    }))
-  }
-
   const start = async (node: ClusterNode, bootstrap: string[]): Promise<void> => {
-    writeConfig(node, bootstrap)
-    node.proc = await startDaemonProcess({ dataDir: node.dataDir, env: { SVC_CONFIG: node.configFile, SVC_SANDBOX_WORKERS: '1' } })
-    const line = node.proc.output().split('\n').find((l) => l.includes('svc-node listening'))!
-    node.p2p = (JSON.parse(line) as { p2p: string[] }).p2p.map((a) => (a.includes('/p2p/') ? a : `${a}/p2p/${node.peerId}`))
+    await startFederatedDaemon(fed, node, bootstrap, { revoked: [revokedCert.serial] })
   }
 
   const bootstrapFor = (node: ClusterNode): string[] => nodes.filter((n) => n !== node && n.proc).flatMap((n) => n.p2p.slice(0, 1))
 
   beforeAll(async () => {
     root = tempDataDir()
-    caDir = join(root, 'ca')
-    ca = createFederationCa({ name: 'cluster test CA' })
-    await writeCa(caDir, ca)
+    fed = await federationOnDisk(root, 'cluster test CA')
+    ca = fed.ca
     revokedIdentity = await newIdentity()
     revokedCert = issueNodeCertificate(ca, revokedIdentity.peerId)
-    for (let i = 1; i <= 5; i++) {
-      const dataDir = join(root, `node${i}`)
-      mkdirSync(dataDir, { recursive: true })
-      const { peerId } = await loadOrCreatePeerIdentity(dataDir)
-      await writeNodeCertificate(join(dataDir, 'cert'), issueNodeCertificate(ca, peerId), ca.certPem)
-      nodes.push({ name: `node${i}`, dataDir, configFile: join(root, `node${i}.json`), peerId, p2p: [] })
-    }
+    for (let i = 1; i <= 5; i++) nodes.push(await prepareDaemon(fed, `node${i}`))
     for (const node of nodes) await start(node, bootstrapFor(node))
     await waitFor(async () => {
       const lists = await Promise.all(nodes.map((n) => call(n, 'GET', '/api/v1/federation/nodes')))
@@ -127,7 +82,7 @@ describe('a federation of 5 daemon processes', () => {
     expect(Date.now() - started).toBeLessThan(5_000)
     const { body } = await call(node3, 'GET', '/api/v1/federation/catalog/digest')
     expect(body.entries).toBe(21)
-  })
+  }, 60_000)
 
   it('a branch deployed on node 1 is invoked on node 5, and moved from node 5 with its key', async () => {
     const deployed = await call(nodes[0]!, 'POST', '/api/v1/functions/deploy', {
@@ -155,11 +110,7 @@ describe('a federation of 5 daemon processes', () => {
   it('two nodes publishing different code as the same (tenant, name, version) during a partition converge after healing', async () => {
     const islands: ClusterNode[] = []
     for (const name of ['island-a', 'island-b']) {
-      const dataDir = join(root, name)
-      mkdirSync(dataDir, { recursive: true })
-      const { peerId } = await loadOrCreatePeerIdentity(dataDir)
-      await writeNodeCertificate(join(dataDir, 'cert'), issueNodeCertificate(ca, peerId), ca.certPem)
-      const node: ClusterNode = { name, dataDir, configFile: join(root, `${name}.json`), peerId, p2p: [] }
+      const node = await prepareDaemon(fed, name)
       await start(node, []) // partitioned: knows no one
       islands.push(node)
     }
@@ -189,7 +140,7 @@ describe('a federation of 5 daemon processes', () => {
     expect((answer.body.error as { code: number }).code).toBe(2002)
     const winning = await call(nodes[0]!, 'POST', '/api/v1/functions/resolve', { rufid: winner, version: 'v1' })
     expect(winning.status).toBe(200)
-  })
+  }, 90_000) // daemon processes start in several seconds each on a loaded 2-core machine
 
   it('intruders (self-signed, expired, other PeerId, revoked) fail to register and change no catalog', async () => {
     const before = await Promise.all(nodes.map(digestOf))
@@ -234,5 +185,5 @@ describe('a federation of 5 daemon processes', () => {
     const members = await call(nodes[0]!, 'GET', '/api/v1/federation/nodes')
     const ids = (members.body.nodes as Array<{ node_id: string }>).map((n) => n.node_id)
     for (const c of cases) expect(ids).not.toContain(c.peerId)
-  })
+  }, 60_000)
 })

@@ -1,7 +1,10 @@
 import { generateKeyPair } from '@libp2p/crypto/keys'
+import { generateKeyPairSync } from 'node:crypto'
 import type { PrivateKey } from '@libp2p/interface'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
-import { createFederationCa, issueNodeCertificate, type CertificateAuthority, type IssueOptions } from '../../src/federation/certificates.js'
+import type { Engine } from '../../src/engine/index.js'
+import { CertificateVerifier, createFederationCa, issueNodeCertificate, type CertificateAuthority, type IssueOptions } from '../../src/federation/certificates.js'
+import { createChangeAuthenticator } from '../../src/federation/change-authenticator.js'
 import { createFederationNode, type FederationNode, type FederationNodeInit } from '../../src/federation/node.js'
 
 export interface TestIdentity {
@@ -38,6 +41,23 @@ export async function startNode(
   const node = createFederationNode(init)
   await node.start()
   return node
+}
+
+let sharedSubjectKey: string | undefined
+
+/**
+ * Makes an engine's replica sign its changes as a federation member would (a fresh PeerId and a
+ * certificate from the test CA), without a network: for tests that carry changes by hand.
+ */
+export async function signingReplica(engine: Engine): Promise<{ origin: string; certPem: string }> {
+  const identity = await newIdentity()
+  // one subject key for every such certificate (it signs nothing; RSA keys are slow to make)
+  sharedSubjectKey ??= generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }).toString()
+  const certPem = issueNodeCertificate(testCa(), identity.peerId, { publicKeyPem: sharedSubjectKey }).certPem
+  await engine.replication.useAuthenticator(createChangeAuthenticator({
+    privateKey: identity.privateKey, peerId: identity.peerId, certPem, verifier: new CertificateVerifier({ caCertPem: testCa().certPem }),
+  }))
+  return { origin: identity.peerId, certPem }
 }
 
 export async function waitFor<T>(probe: () => T | Promise<T>, timeoutMs = 10_000, stepMs = 50): Promise<T> {

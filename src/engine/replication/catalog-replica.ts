@@ -5,9 +5,11 @@ import { SvcError } from '../../core/errors.js'
 import { isShortRufid } from '../../core/rufid.js'
 import { branchStates, mergeMoves, placeMove, type BranchFork, type PlacedMove } from '../branches/rebuild-heads.js'
 import { BRANCH_NAME, type BranchedLedgerEntry, type BranchMove } from '../branches/types.js'
+import { LruCache } from '../lru.js'
 import { Mutex } from '../mutex.js'
 import type { CatalogStore, LevelDatabase } from '../storage/catalog-store.js'
 import type { FunctionVersion, LedgerEntry } from '../types.js'
+import { signedBytes, type ChangeAuthenticator, type ChangeRejection, type ChangeVerdict } from './change-authenticator.js'
 import { HybridLogicalClock } from './hlc.js'
 
 type Json = AbstractSublevel<LevelDatabase, unknown, string, unknown>
@@ -27,6 +29,8 @@ export interface VersionChange {
   key: string
   fn: FunctionVersion
   ledger: LedgerEntry
+  /** the origin's signature over `signedBytes(change)` (base64); absent on changes recorded before changes were signed */
+  sig?: string
 }
 
 /**
@@ -43,6 +47,8 @@ export interface BranchChange {
   tenant_id: string
   function_name: string
   move: PlacedMove
+  /** the origin's signature over `signedBytes(change)` (base64) */
+  sig?: string
 }
 
 export type CatalogChange = VersionChange | BranchChange
@@ -58,6 +64,11 @@ export interface SyncBatch {
   /** UTC time of the batch (the sync cursor a caller keeps) */
   timestamp: string
   vector: VersionVector
+  /**
+   * origin → its credential (a federation certificate, PEM), for the origins of the changes in the
+   * batch: a node that never met an origin checks its changes with it
+   */
+  certificates?: Record<string, string>
 }
 
 /** One version a key's contenders include: an entry per distinct content (hash) at that key. */
@@ -108,10 +119,37 @@ export interface BranchConflict {
 
 export type CatalogConflict = VersionConflict | BranchConflict
 
+/** A change `apply` did not apply, and why. */
+export interface RejectedChange {
+  origin: string
+  seq: number
+  key: string
+  reason: ChangeRejection | 'malformed' | 'duplicate_sequence'
+  detail: string
+}
+
 export interface ApplyResult {
   applied: number
   conflicts: CatalogConflict[]
+  /**
+   * changes not applied. When one of them is `bad_signature` (forged or altered), the sender is
+   * not to be trusted and nothing of the batch was applied.
+   */
+  rejected: RejectedChange[]
 }
+
+export interface ApplyOptions {
+  /** origin → credential presented with the changes (a sync batch's `certificates`, a gossip sender's certificate) */
+  credentials?: Record<string, string> | undefined
+}
+
+interface OriginCredential {
+  credential: string
+  expires_at: string
+}
+
+/** The replica's data format: 2 = origins are federation identities and changes are signed. */
+export const REPLICA_FORMAT = 2
 
 export interface CatalogReplicaComponents {
   db: LevelDatabase
@@ -163,6 +201,7 @@ export class CatalogReplica {
   private conflictTable!: Json
   private moves!: Json
   private meta!: Json
+  private origins!: Json
   private readonly lock: Mutex
   private readonly vector: VersionVector = {}
   /** `tenant:short:version` of losing versions → the conflict */
@@ -172,6 +211,19 @@ export class CatalogReplica {
   private readonly conflictListeners = new Set<(conflict: CatalogConflict) => void>()
   private clock = new HybridLogicalClock()
   private started = false
+  private authenticator: ChangeAuthenticator | undefined
+  /** origin → the credential that last vouched for it (the one valid longest), persisted in `repl_origins` */
+  private readonly credentials = new Map<string, OriginCredential>()
+  /**
+   * origins whose changes up to this sequence number were recorded unsigned (before format 2, or
+   * under a previous origin of this node): kept locally, never relayed, never scanned by `changesSince`
+   */
+  private legacy: VersionVector = {}
+  /**
+   * changes that verified lately, by origin, signature and a hash of the signed bytes: a gossiped
+   * change is checked by the gossip validator and again when it is applied
+   */
+  private readonly verifiedLately = new LruCache<ChangeVerdict & { ok: true }>(1024, () => undefined)
   origin = ''
 
   constructor(components: CatalogReplicaComponents) {
@@ -189,6 +241,7 @@ export class CatalogReplica {
     this.conflictTable = this.db.sublevel<string, unknown>('repl_conflicts', json) as Json
     this.moves = this.db.sublevel<string, unknown>('repl_moves', json) as Json
     this.meta = this.db.sublevel<string, unknown>('repl_meta', json) as Json
+    this.origins = this.db.sublevel<string, unknown>('repl_origins', json) as Json
     let origin = (await this.meta.get('origin')) as string | undefined
     if (origin === undefined) {
       origin = randomUUID()
@@ -202,7 +255,67 @@ export class CatalogReplica {
     const lastHlc = (await this.meta.get('hlc')) as string | undefined
     if (lastHlc) this.clock.observe(lastHlc)
     for await (const value of this.conflictTable.values()) this.indexConflict(value as CatalogConflict)
+    for await (const [o, value] of this.origins.iterator()) this.credentials.set(o, value as OriginCredential)
+    // format 1 (before changes were signed): everything logged so far is unsigned; it stays, is not
+    // relayed, and this node's own part is signed again under its federation identity (useAuthenticator)
+    const format = (await this.meta.get('format')) as number | undefined
+    if (format === undefined || format < REPLICA_FORMAT) {
+      await this.meta.batch([
+        { type: 'put', key: 'legacy_vector', value: this.vector },
+        { type: 'put', key: 'format', value: REPLICA_FORMAT },
+      ])
+    }
+    this.legacy = ((await this.meta.get('legacy_vector')) as VersionVector | undefined) ?? {}
     this.started = true
+  }
+
+  /**
+   * Attaches the federation's signer and checker: this node's changes carry `auth.origin` and its
+   * signature from now on, and remote changes are applied only when they verify. Changes this node
+   * recorded before (unsigned, or under a previous origin: a replica id of format 1, a previous
+   * identity) are recorded again, signed, under `auth.origin` (same clock and content, new
+   * sequence numbers), so that the federation can check and relay them; the originals stay.
+   */
+  async useAuthenticator(auth: ChangeAuthenticator): Promise<{ signed: number; reissued: number }> {
+    return this.lock.run(async () => {
+      this.authenticator = auth
+      let signed = 0
+      let reissued = 0
+      const previous = this.origin
+      const formerOrigins = new Set(((await this.meta.get('former_origins')) as string[] | undefined) ?? [])
+      if (previous !== auth.origin && previous !== '') formerOrigins.add(previous)
+      formerOrigins.delete(auth.origin)
+      this.origin = auth.origin
+      await this.meta.batch([{ type: 'put', key: 'origin', value: auth.origin }, { type: 'put', key: 'former_origins', value: [...formerOrigins] }])
+      // own changes recorded while no authenticator was attached
+      const top = this.vector[auth.origin] ?? 0
+      const from = (this.legacy[auth.origin] ?? 0) + 1
+      if (from <= top) {
+        for await (const [key, value] of this.log.iterator({ gte: `${auth.origin}/${pad(from)}`, lte: `${auth.origin}/${pad(top)}` })) {
+          const c = value as CatalogChange
+          if (typeof c.sig === 'string') continue
+          await this.log.put(key, { ...c, sig: await this.signatureOf(c) })
+          signed++
+        }
+      }
+      // own changes recorded under a former origin: recorded again under this one, in order
+      for (const former of formerOrigins) {
+        const last = this.vector[former] ?? 0
+        const through = ((await this.meta.get(`reissued/${former}`)) as number | undefined) ?? 0
+        if (through < last) {
+          for await (const value of this.log.values({ gt: `${former}/${pad(through)}`, lte: `${former}/${pad(last)}` })) {
+            const { sig: _sig, ...c } = value as CatalogChange
+            const again = { ...c, origin: auth.origin, seq: (this.vector[auth.origin] ?? 0) + 1 } as CatalogChange
+            again.sig = await this.signatureOf(again)
+            await this.applyOne(again, true)
+            reissued++
+          }
+        }
+        this.legacy[former] = Math.max(this.legacy[former] ?? 0, last)
+        await this.meta.batch([{ type: 'put', key: 'legacy_vector', value: this.legacy }, { type: 'put', key: `reissued/${former}`, value: last }])
+      }
+      return { signed, reissued }
+    })
   }
 
   async stop(): Promise<void> {
@@ -260,36 +373,127 @@ export class CatalogReplica {
   }
 
   private async recordOwn(change: CatalogChange): Promise<CatalogChange> {
+    if (this.authenticator) change.sig = await this.signatureOf(change)
     await this.applyOne(change, true)
     for (const l of this.changeListeners) l(change)
     return change
   }
 
-  /** Applies changes from another replica (gossip or sync); unknown ones only, in any order. */
-  async apply(changes: readonly CatalogChange[]): Promise<ApplyResult> {
+  private async signatureOf(change: CatalogChange): Promise<string> {
+    return Buffer.from(await this.authenticator!.sign(signedBytes(change))).toString('base64')
+  }
+
+  /** The credential held for `origin` (this node's own for its origin). */
+  credentialOf(origin: string): string | undefined {
+    if (this.authenticator !== undefined && origin === this.authenticator.origin) return this.authenticator.credential
+    return this.credentials.get(origin)?.credential
+  }
+
+  /**
+   * Checks a change's signature against its origin and that a credential (presented in
+   * `credentials`, or held) vouches for that origin now. Without an authenticator attached (a node
+   * that is not federated) no change verifies.
+   */
+  async verifyChange(c: CatalogChange, credentials?: Record<string, string>): Promise<ChangeVerdict> {
+    const auth = this.authenticator
+    if (auth === undefined) return { ok: false, reason: 'unknown_origin', detail: 'this node is not federated: it checks no origin' }
+    if (typeof c.sig !== 'string' || c.sig === '') return { ok: false, reason: 'unsigned', detail: `change ${c.origin}/${c.seq} carries no signature` }
+    const signature = Uint8Array.from(Buffer.from(c.sig, 'base64'))
+    const bytes = signedBytes(c)
+    const memo = `${c.origin}\n${c.sig}\n${createHash('sha256').update(bytes).digest('base64')}`
+    const known = this.verifiedLately.take(memo)
+    if (known !== undefined && Date.parse(known.credentialExpiresAt) >= Date.now()) {
+      this.verifiedLately.put(memo, known)
+      return known
+    }
+    const presented = credentials?.[c.origin]
+    const candidates = [...new Set([presented, this.credentialOf(c.origin)].filter((x): x is string => typeof x === 'string' && x !== ''))]
+    if (candidates.length === 0) return auth.verify(c.origin, bytes, signature, undefined)
+    let verdict: ChangeVerdict | undefined
+    for (const credential of candidates) {
+      verdict = await auth.verify(c.origin, bytes, signature, credential)
+      if (verdict.ok) {
+        await this.remember(c.origin, credential, verdict.credentialExpiresAt)
+        this.verifiedLately.put(memo, verdict)
+        return verdict
+      }
+      if (verdict.reason === 'bad_signature') return verdict
+    }
+    return verdict!
+  }
+
+  /** Keeps the credential of `origin` that stays valid longest. */
+  private async remember(origin: string, credential: string, expiresAt: string): Promise<void> {
+    if (this.authenticator?.origin === origin) return
+    const held = this.credentials.get(origin)
+    if (held !== undefined && (held.credential === credential || held.expires_at >= expiresAt)) return
+    const value: OriginCredential = { credential, expires_at: expiresAt }
+    this.credentials.set(origin, value)
+    await this.origins.put(origin, value)
+  }
+
+  /**
+   * Applies changes from another replica (gossip or sync): unknown ones only, in any order, each
+   * only when its origin's signature and credential verify (see `verifyChange`). A batch with a
+   * forged or altered change (`bad_signature`) is not applied at all.
+   */
+  async apply(changes: readonly CatalogChange[], options: ApplyOptions = {}): Promise<ApplyResult> {
     const conflicts: CatalogConflict[] = []
-    let applied = 0
-    const ordered = [...changes].filter(isChange).sort((a, b) => (a.origin === b.origin ? a.seq - b.seq : a.hlc < b.hlc ? -1 : 1))
+    const rejected: RejectedChange[] = []
+    const reject = (c: { origin?: unknown; seq?: unknown; key?: unknown }, reason: RejectedChange['reason'], detail: string): void => {
+      rejected.push({ origin: String(c?.origin ?? ''), seq: Number(c?.seq ?? 0), key: String(c?.key ?? ''), reason, detail })
+    }
+    const valid: CatalogChange[] = []
+    for (const c of changes) {
+      if (isCatalogChange(c)) valid.push(c)
+      else reject(c ?? {}, 'malformed', 'not a catalog change')
+    }
+    const ordered = valid.sort((a, b) => (a.origin === b.origin ? a.seq - b.seq : a.hlc < b.hlc ? -1 : 1))
+    const verified: CatalogChange[] = []
     for (const c of ordered) {
+      const held = (await this.log.get(`${c.origin}/${pad(c.seq)}`)) as CatalogChange | undefined
+      if (held !== undefined && held.sig === c.sig && sameBytes(signedBytes(held), signedBytes(c))) continue // already applied
+      const verdict = await this.verifyChange(c, options.credentials)
+      if (!verdict.ok) reject(c, verdict.reason, verdict.detail)
+      else if (held !== undefined) reject(c, 'duplicate_sequence', `${c.origin} signed another change ${c.seq}, which this node holds`)
+      else verified.push(c)
+    }
+    if (rejected.some((r) => r.reason === 'bad_signature')) return { applied: 0, conflicts, rejected }
+    let applied = 0
+    for (const c of verified) {
       const outcome = await this.lock.run(() => this.applyOne(c, false))
       if (outcome === undefined) continue
       applied++
       conflicts.push(...outcome.conflicts)
     }
-    return { applied, conflicts }
+    return { applied, conflicts, rejected }
   }
 
-  /** Changes above `vector` (everything a replica with that vector lacks), as a sync batch. */
+  /**
+   * Signed changes above `vector` (everything a replica with that vector lacks), as a sync batch,
+   * with the credential of each origin in it. Unsigned changes (recorded before changes were
+   * signed) are not relayed.
+   */
   async changesSince(vector: VersionVector): Promise<SyncBatch> {
     const batch: SyncBatch = { added: [], updated: [], deleted: [], timestamp: new Date().toISOString(), vector: this.versionVector() }
+    const origins = new Set<string>()
     for (const [origin, top] of Object.entries(this.vector)) {
-      const from = (vector[origin] ?? 0) + 1
+      const asked = vector?.[origin]
+      const from = Math.max(Number.isInteger(asked) ? asked! : 0, this.legacy[origin] ?? 0) + 1
       if (from > top) continue
       for await (const value of this.log.values({ gte: `${origin}/${pad(from)}`, lte: `${origin}/${pad(top)}` })) {
         const c = value as CatalogChange
+        if (typeof c.sig !== 'string') continue
         batch[c.op].push(c)
+        origins.add(origin)
       }
     }
+    const certificates: Record<string, string> = {}
+    for (const origin of origins) {
+      const credential = this.credentialOf(origin)
+      if (credential !== undefined) certificates[origin] = credential
+    }
+    batch.certificates = certificates
     return batch
   }
 
@@ -488,12 +692,17 @@ export class CatalogReplica {
 }
 
 const MAX_MOVE_ID = 200
+/** an origin: a federation PeerId (base58) or, in changes of format 1, a replica UUID */
+const ORIGIN = /^[A-Za-z0-9-]{1,128}$/
+
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && Buffer.compare(a, b) === 0
+
 
 /** A change as a peer may send it: anything else is dropped before it touches the catalog. */
-function isChange(value: unknown): value is CatalogChange {
+export function isCatalogChange(value: unknown): value is CatalogChange {
   const c = value as CatalogChange
-  if (typeof c !== 'object' || c === null || typeof c.origin !== 'string' || !Number.isInteger(c.seq) || c.seq <= 0 ||
-    typeof c.hlc !== 'string' || typeof c.key !== 'string') return false
+  if (typeof c !== 'object' || c === null || typeof c.origin !== 'string' || !ORIGIN.test(c.origin) || !Number.isInteger(c.seq) || c.seq <= 0 ||
+    typeof c.hlc !== 'string' || typeof c.key !== 'string' || (c.sig !== undefined && typeof c.sig !== 'string')) return false
   if (c.kind === 'branch') {
     const m = c.move as Partial<PlacedMove> | null
     return c.op === 'updated' && typeof c.tenant_id === 'string' && typeof c.function_name === 'string' &&
