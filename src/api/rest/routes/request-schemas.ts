@@ -80,6 +80,7 @@ export const syncRequestSchema = z.object({
   deleted: z.array(z.record(z.string(), z.unknown())),
   timestamp: z.string(),
   vector: z.record(z.string(), z.number()).describe('origin → highest sequence seen'),
+  certificates: z.record(z.string(), z.string()).describe("origin → its federation certificate (PEM), for the origins of the batch's changes"),
 }).partial()
 
 /** Parses a request body with one of the schemas above; 1006 with the JSON pointer of every problem. */

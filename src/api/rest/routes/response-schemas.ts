@@ -299,6 +299,7 @@ export const syncBatchSchema = z.object({
   deleted: z.array(jsonObject),
   timestamp: time,
   vector: z.record(z.string(), z.number()).describe('origin → highest sequence seen'),
+  certificates: z.record(z.string(), z.string()).optional().describe("origin → its federation certificate (PEM), for the origins of the batch's changes"),
 })
 export const catalogDigestSchema = z.object({ digest: z.string(), entries: z.int(), vector: z.record(z.string(), z.number()) })
 export const conflictListSchema = z.object({ items: z.array(jsonObject) })
