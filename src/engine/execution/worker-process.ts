@@ -26,6 +26,8 @@ export function workerEntry(): { path: string; execArgv: string[] } {
   // fire before deep Python recursion overflows the stack Pyodide runs on; isolated-vm sets its
   // isolates' stack limits from their own threads.
   const execArgv = ['--no-node-snapshot', '--disallow-code-generation-from-strings', '--stack-size=3000']
+  // a daemon started with `node --cpu-prof` (bench/profile.js) profiles its workers too
+  execArgv.push(...process.execArgv.filter((a) => a.startsWith('--cpu-prof')))
   if (ext === '.ts' || ext === '.mts') execArgv.push('--import', tsxLoader())
   return { path: join(dirname(here), `worker${ext}`), execArgv }
 }
