@@ -16,13 +16,14 @@ export type PreparedRequest =
  * Checks a request and binds its arguments. Throws VALIDATION_FAILED for a request that cannot
  * be attempted (malformed fields, a language no sandbox runtime runs, arguments that are not JSON).
  */
-export function prepareRequest(req: SandboxRequest, maxLogBytes: number): PreparedRequest {
+export function prepareRequest(req: SandboxRequest, maxLogBytes: number, digestOf: (req: SandboxRequest) => string): PreparedRequest {
   if (typeof req !== 'object' || req === null) throw validationFailed('sandbox request must be an object')
   requireString(req.key, 'key', true)
   requireString(req.language, 'language', true)
   requireString(req.source, 'source', false)
   requireString(req.functionName, 'functionName', true)
   requireString(req.signature, 'signature', false)
+  if (req.context !== undefined && req.context !== 'warm' && req.context !== 'fresh') throw validationFailed("context must be 'warm' or 'fresh'")
   const family = sandboxFamilyOf(req.language)
   if (family === undefined) {
     throw new SvcError('VALIDATION_FAILED', `language '${req.language}' cannot be executed by this node`, {
@@ -45,6 +46,8 @@ export function prepareRequest(req: SandboxRequest, maxLogBytes: number): Prepar
     language: req.language.toLowerCase(),
     family,
     source: req.source,
+    sourceDigest: digestOf(req),
+    context: req.context ?? 'warm',
     functionName: req.functionName,
     limits: { timeoutMs: limits.timeoutMs, memoryMb: limits.memoryMb, cpuMs: limits.cpuMs },
     maxLogBytes,

@@ -14,7 +14,7 @@ const MAX_MESSAGE_CHARS = 2_000
 class PythonWarmEntry implements WarmEntry {
   constructor(
     readonly interpreter: PythonInterpreter,
-    readonly source: string,
+    readonly sourceDigest: string,
     readonly code: PyHandle,
   ) {}
 
@@ -70,6 +70,15 @@ export class PythonRuntime implements LanguageRuntime {
     return [...this.scopes.keys()]
   }
 
+  ready(job: ExecuteJob): boolean {
+    const scope = this.scopes.get(job.scope)
+    if (!scope?.interpreter.alive) return false
+    const held = this.warm.peek(job.key)
+    if (!(held instanceof PythonWarmEntry) || held.interpreter !== scope.interpreter || held.sourceDigest !== job.sourceDigest) return false
+    const pins = job.pipPins ?? []
+    return pins.length === 0 || scope.sets.has(lockDigest(pins))
+  }
+
   async execute(job: ExecuteJob, hooks: RunHooks): Promise<WireOutcome> {
     let scope: ScopeInterpreter
     try {
@@ -95,10 +104,11 @@ export class PythonRuntime implements LanguageRuntime {
 
     const held = this.warm.take(job.key)
     let entry: PythonWarmEntry
-    if (held instanceof PythonWarmEntry && held.interpreter === interpreter && held.source === job.source) {
+    if (held instanceof PythonWarmEntry && held.interpreter === interpreter && held.sourceDigest === job.sourceDigest) {
       entry = held
     } else {
       held?.dispose()
+      if (job.source === undefined) return failure(new SvcError('INTERNAL_ERROR', 'the sandbox worker has no source for the call'))
       let prepared: ReturnType<PythonInterpreter['prepare']>
       try {
         prepared = interpreter.prepare(job.source)
@@ -109,7 +119,7 @@ export class PythonRuntime implements LanguageRuntime {
       if ('syntax' in prepared) {
         return failure(new SvcError('VALIDATION_FAILED', `syntax error in the source: ${prepared.syntax}`, { details: { syntaxError: prepared.syntax } }))
       }
-      entry = new PythonWarmEntry(interpreter, job.source, prepared.code)
+      entry = new PythonWarmEntry(interpreter, job.sourceDigest, prepared.code)
     }
 
     hooks.onStarted()

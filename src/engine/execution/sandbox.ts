@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto'
 import { SvcError, validationFailed } from '../../core/errors.js'
+import { LruCache } from '../lru.js'
 import type { ExecuteJob } from './ipc.js'
 import { failedOutcome, outcomeFromWire } from './outcome.js'
 import { prepareRequest } from './prepare-request.js'
@@ -43,6 +45,8 @@ class SandboxPool implements Sandbox {
   private readonly killGraceMs: number
   private readonly pythonKillGraceMs: number
   private readonly pythonInterpreters: number
+  /** the source digest of each recent key, recomputed only when its source or language changes */
+  private readonly digests = new LruCache<{ language: string; source: string; digest: string }>(4096, () => undefined)
 
   constructor(private readonly init: SandboxInit) {
     for (const field of ['workers', 'maxWarmIsolatesPerWorker', 'maxLogBytes', 'queueLimit'] as const) {
@@ -90,7 +94,7 @@ class SandboxPool implements Sandbox {
 
   async execute(req: SandboxRequest): Promise<SandboxOutcome> {
     if (this.state !== 'running') throw unavailable(`the sandbox is ${this.state === 'new' ? 'not started' : this.state}`)
-    const prepared = prepareRequest(req, this.init.maxLogBytes)
+    const prepared = prepareRequest(req, this.init.maxLogBytes, (r) => this.sourceDigest(r))
     if (!prepared.ok) return failedOutcome('error', prepared.error, 0)
     if (!this.hasIdleWorker() && this.queue.length >= this.init.queueLimit) {
       throw unavailable('the sandbox queue is full', 1)
@@ -99,6 +103,15 @@ class SandboxPool implements Sandbox {
       this.queue.push({ job: prepared.job, retries: 0, resolve, reject })
       this.pump()
     })
+  }
+
+  /** SHA-256 of the language and source of a request: how a worker that has the source names it. */
+  private sourceDigest(req: SandboxRequest): string {
+    const known = this.digests.peek(req.key)
+    if (known && known.source === req.source && known.language === req.language) return known.digest
+    const digest = createHash('sha256').update(req.language).update('\0').update(req.source).digest('hex')
+    this.digests.put(req.key, { language: req.language, source: req.source, digest })
+    return digest
   }
 
   stats(): SandboxStats {

@@ -38,6 +38,12 @@ export interface SandboxRequest {
   language: string
   /** Original source text; a script or an ES module that defines `functionName`. */
   source: string
+  /**
+   * `warm` (default): the key's calls share one instance, so module state persists between calls
+   * of the key (never across keys: one isolate, and for Python one interpreter per tenant, per
+   * key); `fresh`: every call gets a new context (JavaScript) or new module globals (Python).
+   */
+  context?: 'warm' | 'fresh'
   /** Name of the function the source defines (or exports; a module's default export is the fallback). */
   functionName: string
   /**
@@ -87,6 +93,8 @@ export interface SandboxOutcome {
   memoryBytes: number
   /** Worker process that ran the call (0 when the request never reached a worker). */
   workerPid: number
+  /** Time the worker spent on the call, from receiving it to answering (the rest was queueing and IPC). */
+  workerMs?: number
 }
 
 /** State of one worker process, as seen by the supervisor. */
