@@ -10,8 +10,13 @@ import type { LogLine } from './types.js'
 const MAX_DEPENDENCY_SETS = 16
 const MAX_MESSAGE_CHARS = 2_000
 
-/** A key's compiled source: the code object in the worker's interpreter, held from here. */
+/**
+ * A key's compiled source (the code object in the worker's interpreter) and, for a warm function,
+ * its instance: the dict holding its module globals and function between calls.
+ */
 class PythonWarmEntry implements WarmEntry {
+  instance: PyHandle | undefined
+
   constructor(
     readonly interpreter: PythonInterpreter,
     readonly sourceDigest: string,
@@ -19,11 +24,14 @@ class PythonWarmEntry implements WarmEntry {
   ) {}
 
   dispose(): void {
-    try {
-      this.code.destroy()
-    } catch {
-      // the interpreter is gone
+    for (const handle of [this.instance, this.code]) {
+      try {
+        handle?.destroy()
+      } catch {
+        // the interpreter is gone
+      }
     }
+    this.instance = undefined
   }
 }
 
@@ -37,6 +45,8 @@ interface DependencySet {
 interface ScopeInterpreter {
   interpreter: PythonInterpreter
   sets: Map<string, DependencySet>
+  /** the warm key whose call the interpreter ran last, and that left it usable (undefined: restore) */
+  lastWarmKey: string | undefined
 }
 
 export interface PythonRuntimeInit {
@@ -94,7 +104,7 @@ export class PythonRuntime implements LanguageRuntime {
       try {
         const set = this.installSet(scope, lockDigest(pins), pins)
         site = set.site
-        set.stash ??= interpreter.newStash()
+        set.stash ??= interpreter.newDict()
         stash = set.stash
       } catch (err) {
         this.releaseIfDead(job.scope, interpreter)
@@ -123,6 +133,8 @@ export class PythonRuntime implements LanguageRuntime {
     }
 
     hooks.onStarted()
+    const warm = job.context !== 'fresh'
+    if (warm) entry.instance ??= interpreter.newDict()
     const run = interpreter.run({
       code: entry.code,
       functionName: job.functionName,
@@ -132,7 +144,12 @@ export class PythonRuntime implements LanguageRuntime {
       timeoutMs: job.limits.timeoutMs,
       memoryMb: job.limits.memoryMb,
       maxLogBytes: job.maxLogBytes,
+      instance: warm ? entry.instance : undefined,
+      restore: !warm || scope.lastWarmKey !== job.key,
     })
+    // the next call of this key may skip the restore only after a call that ended normally
+    const kind = run.envelope?.kind
+    scope.lastWarmKey = warm && run.envelope !== undefined && kind !== 'timeout' && kind !== 'memory' && kind !== 'load' && kind !== 'missing' ? job.key : undefined
     if (interpreter.alive) this.warm.put(job.key, entry)
     else entry.dispose()
     if (!interpreter.alive || interpreter.retiring) this.release(job.scope, interpreter)
@@ -159,7 +176,7 @@ export class PythonRuntime implements LanguageRuntime {
     } catch (err) {
       throw new SvcError('INTERNAL_ERROR', `the Python runtime could not be loaded: ${err instanceof Error ? err.message : String(err)}`)
     }
-    const scope: ScopeInterpreter = { interpreter, sets: new Map() }
+    const scope: ScopeInterpreter = { interpreter, sets: new Map(), lastWarmKey: undefined }
     this.scopes.set(scopeName, scope)
     return scope
   }
