@@ -2,7 +2,7 @@ import { SvcError, isSvcError, validationFailed } from '../../core/errors.js'
 import type { ExecuteJob } from './ipc.js'
 import { sandboxFamilyOf } from './languages.js'
 import { checkPins } from './python-wheelhouse.js'
-import { bindArguments, parseSignature } from './signature.js'
+import { bindArguments, parseSignature, type SignatureParam } from './signature.js'
 import type { PipPin, SandboxRequest } from './types.js'
 
 const MAX_LIMITS = { timeoutMs: 86_400_000, memoryMb: 1_048_576, cpuMs: 86_400_000 } as const
@@ -71,12 +71,26 @@ export function prepareRequest(req: SandboxRequest, maxLogBytes: number, digestO
 
   let bound
   try {
-    bound = bindArguments(parseSignature(req.signature), req.args)
+    bound = bindArguments(parsedSignature(req.signature), req.args)
   } catch (err) {
     if (isSvcError(err)) return { ok: false, error: err }
     throw err
   }
   return { ok: true, job: { ...common, argsJson: argumentsJson(bound.values), missingArgs: bound.missing } }
+}
+
+/** Parsed signatures, by their text (a function's signature is parsed once, not on every call). */
+const signatures = new Map<string, readonly SignatureParam[]>()
+const MAX_SIGNATURES = 4096
+
+function parsedSignature(signature: string): SignatureParam[] {
+  let params = signatures.get(signature)
+  if (params === undefined) {
+    params = Object.freeze(parseSignature(signature).map((p) => Object.freeze(p)))
+    if (signatures.size >= MAX_SIGNATURES) signatures.delete(signatures.keys().next().value as string)
+    signatures.set(signature, params)
+  }
+  return params as SignatureParam[]
 }
 
 function argumentsJson(values: unknown): string {
