@@ -94,7 +94,7 @@ wrap(engine.functions, 'resolve', (r) => (r.resolveStart = now()), (r) => (r.res
 wrap(sandbox, 'execute', (r) => (r.sandboxStart = now()), (r, outcome) => {
   r.sandboxEnd = now()
   r.isolateMs = outcome?.wallTimeMs
-  r.worker = outcome?.timing
+  r.workerMs = outcome?.workerMs
 })
 wrap(store, 'putExecution', (r) => (r.recordStart = now()), (r) => (r.recordEnd = now()))
 wrap(engine.events, 'publishExecution', (r) => (r.eventsStart = now()), (r) => (r.eventsEnd = now()))
@@ -121,6 +121,8 @@ const stageDefs = {
   'dispatch: sandbox.execute total': (r) => span(r, 'sandboxStart', 'sandboxEnd'),
   '  the call in the isolate (worker-measured wall time)': (r) => r.isolateMs,
   '  dispatch overhead (queue, IPC both ways, worker outside the call)': (r) => (r.isolateMs === undefined ? undefined : span(r, 'sandboxStart', 'sandboxEnd') - r.isolateMs),
+  '    of which in the worker, outside the call': (r) => (r.workerMs === undefined || r.isolateMs === undefined ? undefined : r.workerMs - r.isolateMs),
+  '    of which queue, IPC both ways and the supervisor': (r) => (r.workerMs === undefined ? undefined : span(r, 'sandboxStart', 'sandboxEnd') - r.workerMs),
   'record + stats (store.putExecution, awaited)': (r) => span(r, 'recordStart', 'recordEnd'),
   'events (publishExecution)': (r) => span(r, 'eventsStart', 'eventsEnd'),
   'execute: rest (record building, stats, metrics)': (r) => {
@@ -133,27 +135,18 @@ const stageDefs = {
   'reply: audit → response finished (metrics, Koa respond, socket write)': (r) => span(r, 'auditEnd', 'finished'),
   'server total (request event → response finished)': (r) => span(r, 'arrived', 'finished'),
 }
-const worker = {}
-for (const r of samples) {
-  for (const [k, v] of Object.entries(r.worker ?? {})) (worker[k] ??= []).push(v)
-}
 const stages = {}
 for (const [name, fn] of Object.entries(stageDefs)) {
   const values = samples.map(fn).filter((v) => typeof v === 'number' && Number.isFinite(v))
   const s = summarize(values)
   stages[name] = { p50_ms: s.p50_ms, p99_ms: s.p99_ms, mean_ms: s.mean_ms, n: s.n }
 }
-const workerStages = Object.fromEntries(Object.entries(worker).map(([k, v]) => {
-  const s = summarize(v)
-  return [k, { p50_ms: s.p50_ms, p99_ms: s.p99_ms, mean_ms: s.mean_ms, n: s.n }]
-}))
 const serverP50 = stages['server total (request event → response finished)'].p50_ms
 const result = {
   mode,
   requests: samples.length,
   client,
   stages,
-  worker_stages: workerStages,
   outside_server_p50_ms: client.latency.p50_ms != null && serverP50 != null ? Math.round((client.latency.p50_ms - serverP50) * 10000) / 10000 : null,
 }
 await daemon.stop()

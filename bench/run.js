@@ -206,8 +206,6 @@ function breakdownTable(b) {
   if (modes.length === 0) return ''
   const names = Object.keys(modes[0][1].stages)
   const rows = names.map((n) => [n, ...modes.map(([, m]) => `${fmt(m.stages[n]?.p50_ms)} / ${fmt(m.stages[n]?.mean_ms)}`)])
-  const workerNames = [...new Set(modes.flatMap(([, m]) => Object.keys(m.worker_stages ?? {})))]
-  for (const n of workerNames) rows.push([`  worker: ${n}`, ...modes.map(([, m]) => `${fmt(m.worker_stages?.[n]?.p50_ms)} / ${fmt(m.worker_stages?.[n]?.mean_ms)}`)])
   rows.push(['outside the server (client, kernel, HTTP parse): client p50 − server p50', ...modes.map(([, m]) => fmt(m.outside_server_p50_ms))])
   rows.push(['client-measured latency (load generator)', ...modes.map(([, m]) => `${fmt(m.client?.latency?.p50_ms)} / ${fmt(m.client?.latency?.mean_ms)}`)])
   return table(['stage of one execute (ms, p50 / mean)', ...modes.map(([k]) => `context: ${k}`)], rows)

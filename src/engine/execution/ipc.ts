@@ -78,6 +78,8 @@ export interface WorkerConfig {
   maxPythonInterpreters: number
   /** Directories of wheels pinned Python dependencies are installed from, the first holding one wins. */
   pythonWheelDirs: string[]
+  /** Source text (UTF-16 code units) the worker keeps by digest, at most. */
+  maxSourceChars: number
 }
 
 export type SupervisorMessage =

@@ -10,6 +10,7 @@ import { describeExit, WorkerProcess, type RunResult, type WorkerExit } from './
 const DEFAULT_KILL_GRACE_MS = 100
 const DEFAULT_PYTHON_KILL_GRACE_MS = 1_000
 const DEFAULT_PYTHON_INTERPRETERS_PER_WORKER = 4
+const DEFAULT_MAX_SOURCE_CHARS = 32 * 1024 * 1024
 /** Time a stopping worker gets to exit on its own before it is SIGKILLed. */
 const SHUTDOWN_GRACE_MS = 1_000
 const RESPAWN_BACKOFF_MAX_MS = 5_000
@@ -59,6 +60,8 @@ class SandboxPool implements Sandbox {
     for (const [field, value] of [['killGraceMs', this.killGraceMs], ['pythonKillGraceMs', this.pythonKillGraceMs]] as const) {
       if (!Number.isFinite(value) || value < 0) throw validationFailed(`sandbox ${field} must be ≥ 0`)
     }
+    const sourceChars = init.maxSourceCharsPerWorker
+    if (sourceChars !== undefined && (!Number.isInteger(sourceChars) || sourceChars < 0)) throw validationFailed('sandbox maxSourceCharsPerWorker must be an integer ≥ 0')
     this.pythonInterpreters = init.pythonInterpretersPerWorker ?? DEFAULT_PYTHON_INTERPRETERS_PER_WORKER
     if (!Number.isInteger(this.pythonInterpreters) || this.pythonInterpreters < 1) throw validationFailed('sandbox pythonInterpretersPerWorker must be an integer ≥ 1')
     for (const field of ['pythonWheelhouse', 'pythonWheelCache'] as const) {
@@ -166,6 +169,7 @@ class SandboxPool implements Sandbox {
         maxWarmIsolates: this.init.maxWarmIsolatesPerWorker,
         maxPythonInterpreters: this.pythonInterpreters,
         pythonWheelDirs: [this.init.pythonWheelhouse, this.init.pythonWheelCache].filter((d): d is string => d !== undefined),
+        maxSourceChars: this.init.maxSourceCharsPerWorker ?? DEFAULT_MAX_SOURCE_CHARS,
       },
       killGraceMs: this.killGraceMs,
       pythonKillGraceMs: this.pythonKillGraceMs,

@@ -152,6 +152,11 @@ export interface SandboxInit {
   maxLogBytes: number
   /** Requests that may wait for a worker; beyond it `execute` throws SERVICE_UNAVAILABLE. */
   queueLimit: number
+  /**
+   * Source text (UTF-16 code units) each worker keeps by digest, so that calls need not carry it
+   * (default 32 Mi). A worker without a call's source asks the supervisor for it.
+   */
+  maxSourceCharsPerWorker?: number
   /** Extra time after `timeoutMs` before an unresponsive worker is SIGKILLed (default 100). */
   killGraceMs?: number
   /**

@@ -27,10 +27,11 @@ const EXIT_BAD_CONFIG = 78
 function readConfig(): WorkerConfig {
   try {
     const config = JSON.parse(process.argv[2] ?? '') as Partial<WorkerConfig>
-    const { maxWarmIsolates, maxPythonInterpreters, pythonWheelDirs } = config
+    const { maxWarmIsolates, maxPythonInterpreters, pythonWheelDirs, maxSourceChars } = config
     const count = (n: unknown, min: number): n is number => typeof n === 'number' && Number.isInteger(n) && n >= min
-    if (count(maxWarmIsolates, 0) && count(maxPythonInterpreters, 1) && Array.isArray(pythonWheelDirs) && pythonWheelDirs.every((d) => typeof d === 'string')) {
-      return { maxWarmIsolates, maxPythonInterpreters, pythonWheelDirs }
+    if (count(maxWarmIsolates, 0) && count(maxPythonInterpreters, 1) && count(maxSourceChars, 0) &&
+      Array.isArray(pythonWheelDirs) && pythonWheelDirs.every((d) => typeof d === 'string')) {
+      return { maxWarmIsolates, maxPythonInterpreters, pythonWheelDirs, maxSourceChars }
     }
   } catch {
     // reported below
@@ -58,12 +59,12 @@ function failure(error: SvcError): WireOutcome {
   return { status: 'error', error: toWireError(error), logs: [], wallTimeMs: 0, cpuTimeMs: 0, memoryBytes: 0 }
 }
 
-/** Sources by digest, bounded by count and bytes: calls name a source the worker was sent before. */
+/** Sources by digest, bounded by count and size: calls name a source the worker was sent before. */
 class SourceCache {
   private readonly entries = new Map<string, string>()
   private bytes = 0
 
-  constructor(private readonly capacity: number, private readonly maxBytes: number) {}
+  constructor(private readonly capacity: number, private readonly maxChars: number) {}
 
   get(digest: string): string | undefined {
     const source = this.entries.get(digest)
@@ -82,16 +83,13 @@ class SourceCache {
     }
     this.entries.set(digest, source)
     this.bytes += source.length
-    while (this.entries.size > this.capacity || (this.bytes > this.maxBytes && this.entries.size > 1)) {
+    while (this.entries.size > this.capacity || (this.bytes > this.maxChars && this.entries.size > 0)) {
       const [oldest, text] = this.entries.entries().next().value as [string, string]
       this.entries.delete(oldest)
       this.bytes -= text.length
     }
   }
 }
-
-/** Source text a worker keeps at most (UTF-16 code units), besides what its warm isolates hold compiled. */
-const MAX_SOURCE_CHARS = 32 * 1024 * 1024
 
 async function execute(id: number, job: ExecuteJob): Promise<void> {
   const received = performance.now()
@@ -158,7 +156,7 @@ if (typeof process.send !== 'function') {
 
 const config = readConfig()
 const warm = new LruCache<WarmEntry>(config.maxWarmIsolates, (_key, entry) => entry.dispose())
-const sources = new SourceCache(sourceCapacity(config.maxWarmIsolates), MAX_SOURCE_CHARS)
+const sources = new SourceCache(sourceCapacity(config.maxWarmIsolates), config.maxSourceChars)
 const runtimes = new Map<LanguageFamily, LanguageRuntime>([
   ['js', new JsRuntime(warm, onCatastrophicError)],
   ['python', new PythonRuntime(warm, { wheelDirs: config.pythonWheelDirs, maxInterpreters: config.maxPythonInterpreters })],
