@@ -110,6 +110,46 @@ recording = true
 const client = await runLoad({ kind: 'http', url: `${base}/api/v1/functions/${short}/execute`, body: execBody, connections: 1, durationMs, warmupMs: 0 })
 recording = false
 
+// What the REST door's layers cost: the same engine calls (admit, target, request schema,
+// execute, presenter, audit) behind a bare node:http handler instead of Koa (router, body
+// parser, middleware). Not a door of the daemon: a measurement of what part B could win.
+const { executeRequestSchema, parseRequest } = await import('../dist/api/rest/routes/request-schemas.js')
+const { executionBody } = await import('../dist/api/rest/presenters.js')
+const raw = http.createServer((req, res) => {
+  const started = performance.now()
+  const chunks = []
+  req.on('data', (c) => chunks.push(c))
+  req.on('end', async () => {
+    let principal
+    let failure
+    let status = 200
+    let body
+    try {
+      principal = await engine.access.admit({ authorization: req.headers.authorization, namespace: req.headers['x-svc-namespace'], ip: req.socket.remoteAddress ?? '' })
+      const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+      const target = engine.functions.target(principal, short, parsed.version)
+      parseRequest(executeRequestSchema, parsed, 'execute request')
+      body = executionBody(await engine.executions.execute(principal, target, parsed.arguments))
+    } catch (err) {
+      failure = err
+      status = 500
+      body = { error: String(err?.message ?? err) }
+    }
+    await engine.access.audit({ operation: 'rufid.execute', principal, ip: req.socket.remoteAddress ?? '', rufid: short, startedAt: started, error: failure })
+    const text = JSON.stringify(body)
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+    res.end(text)
+  })
+})
+raw.keepAliveTimeout = 60_000
+await new Promise((r) => raw.listen(0, '127.0.0.1', r))
+const rawUrl = `http://127.0.0.1:${raw.address().port}/`
+const rawCheck = await postJson(rawUrl, { arguments: { a: 2, b: 3 } })
+if (rawCheck.body?.result !== 5) throw new Error(`raw route answered ${rawCheck.status} ${JSON.stringify(rawCheck.body)}`)
+await runLoad({ kind: 'http', url: rawUrl, body: execBody, connections: 1, durationMs: warmupMs, warmupMs: 0 })
+const rawClient = await runLoad({ kind: 'http', url: rawUrl, body: execBody, connections: 1, durationMs, warmupMs: 0 })
+await new Promise((r) => raw.close(r))
+
 // ---- stages ------------------------------------------------------------------------------
 const span = (r, a, b) => (r[a] !== undefined && r[b] !== undefined ? r[b] - r[a] : undefined)
 const stageDefs = {
@@ -147,6 +187,7 @@ const result = {
   requests: samples.length,
   client,
   stages,
+  same_engine_behind_bare_node_http: rawClient,
   outside_server_p50_ms: client.latency.p50_ms != null && serverP50 != null ? Math.round((client.latency.p50_ms - serverP50) * 10000) / 10000 : null,
 }
 await daemon.stop()
