@@ -5,7 +5,7 @@
 // graceful stop loses nothing. Checked against the daemon's LevelDB, read directly after the kill.
 import { ClassicLevel } from 'classic-level'
 import { afterEach, describe, expect, it } from 'vitest'
-import { call, removeDir, startDaemonProcess, tempDataDir, type DaemonProcess } from '../fixtures/daemon-process.js'
+import { call, restartableDaemons } from '../fixtures/daemon-process.js'
 import { addJs } from '../fixtures/functions.js'
 
 /**
@@ -64,21 +64,12 @@ async function stored(dataDir: string): Promise<{ executions: Set<string>; audit
 }
 
 describe('what a crash can lose (real daemon processes, kill -9 under execute load)', () => {
-  const running: DaemonProcess[] = []
-  const dirs: string[] = []
-  afterEach(async () => {
-    for (const d of running.splice(0)) await d.stop('SIGKILL')
-    for (const dir of dirs.splice(0)) removeDir(dir)
-  })
-  const start = async (dataDir: string): Promise<DaemonProcess> => {
-    const d = await startDaemonProcess({ dataDir })
-    running.push(d)
-    return d
-  }
+  const daemons = restartableDaemons()
+  afterEach(() => daemons.cleanup())
+  const start = daemons.start
 
   it('loses at most the executions and audit entries of the last flush period; every create survives', async () => {
-    const dir = tempDataDir()
-    dirs.push(dir)
+    const dir = daemons.dataDir()
     const d = await start(dir)
     const created = await call(`${d.url}/api/v1/functions/create`, 'POST', addJs)
     expect(created.status).toBe(201)
@@ -122,8 +113,7 @@ describe('what a crash can lose (real daemon processes, kill -9 under execute lo
   }, 90_000)
 
   it('loses nothing on a graceful stop: every acknowledged execution and its audit entry is stored', async () => {
-    const dir = tempDataDir()
-    dirs.push(dir)
+    const dir = daemons.dataDir()
     const d = await start(dir)
     const created = await call(`${d.url}/api/v1/functions/create`, 'POST', addJs)
     const load = executeLoad(`${d.url}/api/v1/functions/${created.body.rufid_short as string}/execute`, 4)
