@@ -6,8 +6,9 @@
  * A call's source is sent to a worker once: later calls name it by `sourceDigest` only, and a
  * worker that no longer has it answers `need-source`, upon which the supervisor sends the call
  * again with the source. A worker that must prepare a call (compile the source, load an
- * interpreter) says `preparing` at once and `started` when the time-limited part begins; a call
- * it can start at once sends neither.
+ * interpreter) says `started` when the time-limited part begins (and `preparing` at once, when
+ * the supervisor took it for a call that starts at once); a call it can start at once sends
+ * neither.
  */
 import { ERROR_CODES, SvcError, type ErrorName } from '../../core/errors.js'
 import type { LanguageFamily } from '../../core/rufid.js'
@@ -83,7 +84,11 @@ export interface WorkerConfig {
 }
 
 export type SupervisorMessage =
-  | { type: 'execute'; id: number; job: ExecuteJob }
+  /**
+   * `timed`: the supervisor armed its watchdog for the time limit already (it holds the key warm),
+   * so a worker that must prepare after all says `preparing` first
+   */
+  | { type: 'execute'; id: number; job: ExecuteJob; timed: boolean }
   | { type: 'shutdown' }
 
 export type WorkerMessage =

@@ -206,7 +206,7 @@ export class WorkerProcess {
       this.running = running
       const sendSource = job.source !== undefined && !this.sentSources.has(job.sourceDigest)
       if (job.source !== undefined) this.sentSources.put(job.sourceDigest, true)
-      this.send({ type: 'execute', id, job: sendSource || job.source === undefined ? job : { ...job, source: undefined } })
+      this.send({ type: 'execute', id, job: sendSource || job.source === undefined ? job : { ...job, source: undefined }, timed: warm })
     })
   }
 
@@ -258,7 +258,7 @@ export class WorkerProcess {
       return
     }
     this.sentSources.put(running.job.sourceDigest, true)
-    this.send({ type: 'execute', id, job: running.job })
+    this.send({ type: 'execute', id, job: running.job, timed: running.started })
   }
 
   private onStarted(id: number): void {

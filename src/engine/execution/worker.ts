@@ -91,7 +91,7 @@ class SourceCache {
   }
 }
 
-async function execute(id: number, job: ExecuteJob): Promise<void> {
+async function execute(id: number, job: ExecuteJob, timed: boolean): Promise<void> {
   const received = performance.now()
   let outcome: WireOutcome
   if (busy) {
@@ -113,7 +113,8 @@ async function execute(id: number, job: ExecuteJob): Promise<void> {
   }
   busy = true
   try {
-    if (!ready) send({ type: 'preparing', id })
+    // the supervisor's watchdog allows for preparation unless it took the call as warm
+    if (!ready && timed) send({ type: 'preparing', id })
     outcome = await runtime.execute(job, { onStarted: ready ? noop : () => send({ type: 'started', id }) })
   } catch (err) {
     outcome = failure(new SvcError('INTERNAL_ERROR', `sandbox worker fault: ${err instanceof Error ? err.message : String(err)}`))
@@ -166,7 +167,7 @@ let busy = false
 process.on('message', (message: unknown) => {
   if (!isSupervisorMessage(message)) return
   if (message.type === 'shutdown') shutdown()
-  else void execute(message.id, message.job)
+  else void execute(message.id, message.job, message.timed === true)
 })
 process.on('disconnect', shutdown)
 send({ type: 'ready', pid: process.pid })
