@@ -109,6 +109,7 @@ await runLoad({ kind: 'http', url: `${base}/api/v1/functions/${short}/execute`, 
 recording = true
 const client = await runLoad({ kind: 'http', url: `${base}/api/v1/functions/${short}/execute`, body: execBody, connections: 1, durationMs, warmupMs: 0 })
 recording = false
+current = undefined
 
 // What the REST door's layers cost: the same engine calls (admit, target, request schema,
 // execute, presenter, audit) behind a bare node:http handler instead of Koa (router, body
@@ -150,6 +151,20 @@ await runLoad({ kind: 'http', url: rawUrl, body: execBody, connections: 1, durat
 const rawClient = await runLoad({ kind: 'http', url: rawUrl, body: execBody, connections: 1, durationMs, warmupMs: 0 })
 await new Promise((r) => raw.close(r))
 
+// The sandbox alone, called in a loop in this process (no HTTP, no engine around it): the
+// dispatch floor of one warm call (queue, IPC both ways, the worker).
+const fn = (await engine.functions.resolve({ tenant_id: 'default', user: 'bench', method: 'test', permissions: new Set(['rufid.read']) }, { short })).fn
+const sandboxRequest = {
+  key: `${fn.tenant_id}/${fn.rufid_short}/v${fn.version}`, tenant: fn.tenant_id, language: fn.language, source: fn.source_code,
+  context: mode, functionName: fn.function_name, signature: fn.signature, args: { a: 2, b: 3 }, limits: engine.executions.limitsFor(fn),
+}
+const direct = []
+for (let i = 0; i < 2200; i++) {
+  const t = now()
+  await sandbox.execute(sandboxRequest)
+  if (i >= 200) direct.push(now() - t)
+}
+
 // ---- stages ------------------------------------------------------------------------------
 const span = (r, a, b) => (r[a] !== undefined && r[b] !== undefined ? r[b] - r[a] : undefined)
 const stageDefs = {
@@ -188,6 +203,7 @@ const result = {
   client,
   stages,
   same_engine_behind_bare_node_http: rawClient,
+  sandbox_execute_in_a_loop: summarize(direct),
   outside_server_p50_ms: client.latency.p50_ms != null && serverP50 != null ? Math.round((client.latency.p50_ms - serverP50) * 10000) / 10000 : null,
 }
 await daemon.stop()
