@@ -185,12 +185,12 @@ export function benchConfig(dir) {
   return file
 }
 
-/** Starts `svc-node start` on the server core; resolves { url, grpc, pid, stop, dataDir }. */
-export async function startDaemon({ dataDir, env = {}, timeoutMs = 60_000, role = 'server' } = {}) {
+/** Starts `svc-node start` on the server core (`nodeArgs`: node flags); resolves { url, grpc, pid, stop, dataDir }. */
+export async function startDaemon({ dataDir, env = {}, timeoutMs = 60_000, role = 'server', nodeArgs = [] } = {}) {
   const dir = dataDir ?? tempDir()
   const cfgDir = tempDir('svc-bench-cfg-')
   const started = performance.now()
-  const p = await startProcess(role, [join(ROOT, 'bin/svc-node.js'), 'start'], {
+  const p = await startProcess(role, [...nodeArgs, join(ROOT, 'bin/svc-node.js'), 'start'], {
     env: {
       API_HOST: '127.0.0.1',
       API_PORT: '0',

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { BENCH, killAll, pinning } from './lib.js'
 import * as suites from './suites.js'
 
-export const SECTIONS = ['rufid', 'resolution_in_process', 'cache', 'daemon', 'scale', 'federation']
+export const SECTIONS = ['rufid', 'resolution_in_process', 'cache', 'daemon', 'breakdown', 'scale', 'federation']
 
 function machine() {
   const sh = (cmd) => {
@@ -155,6 +155,64 @@ function comparisons(r) {
   return rows
 }
 
+/**
+ * Issue 14's goal rows: each a same-run ratio against its peer and the limit the issue sets.
+ * `kind` 'max': the ratio must be ≤ limit (latency); 'min': ≥ limit (throughput).
+ */
+export function goals(r) {
+  const rows = []
+  const row = (goal, svc, base, baseName, value, limit, kind = 'max') => rows.push({
+    goal, svc_ms: svc ?? null, baseline: baseName, baseline_ms: base ?? null,
+    ratio: value == null ? null : Math.round(value * 1000) / 1000,
+    limit: limit == null ? 'reported, no goal' : `${kind === 'max' ? '≤' : '≥'} ${limit}×`,
+    pass: value == null || limit == null ? null : kind === 'max' ? value <= limit : value >= limit,
+  })
+  const div = (a, b) => (a == null || b == null || b === 0 ? null : a / b)
+  const d = r.daemon
+  const js = d?.js_execution
+  if (js) {
+    const w = js.warm
+    row('JS execute over REST, warm, p50', w.svc.latency.p50_ms, w.baseline_workerd.latency.p50_ms, 'workerd', div(w.svc.latency.p50_ms, w.baseline_workerd.latency.p50_ms), 1.0)
+    row('JS execute over REST, warm, p99', w.svc.latency.p99_ms, w.baseline_workerd.latency.p99_ms, 'workerd', div(w.svc.latency.p99_ms, w.baseline_workerd.latency.p99_ms), 2.0)
+    const t = js.throughput_8_connections
+    if (t) row('JS execute over REST, throughput at 8 connections (req/s in the ms columns)', t.svc.rps, t.baseline_workerd.rps, 'workerd', div(t.svc.rps, t.baseline_workerd.rps), 1.0, 'min')
+    const f = js.first_after_publish
+    row('JS first call after publish, p50', f.svc.latency.p50_ms, f.baseline_raw_http_new_isolate_per_call.latency.p50_ms, 'http+new isolate', div(f.svc.latency.p50_ms, f.baseline_raw_http_new_isolate_per_call.latency.p50_ms), 1.0)
+    const fr = js.fresh_context
+    if (fr?.svc) row('JS execute over REST, fresh context per call, p50 (reported)', fr.svc.latency.p50_ms, fr.baseline_workerd.latency.p50_ms, 'workerd', div(fr.svc.latency.p50_ms, fr.baseline_workerd.latency.p50_ms), null)
+  }
+  for (const [name, key] of [['gRPC', 'grpc_execution'], ['GraphQL', 'graphql_execution']]) {
+    const x = d?.[key]
+    if (!x?.svc) continue
+    row(`${name} execute, p50`, x.svc.latency.p50_ms, x.baseline_result.latency.p50_ms, `bare ${name === 'gRPC' ? 'grpc-js' : 'graphql-js'}`, div(x.svc.latency.p50_ms, x.baseline_result.latency.p50_ms), 1.5)
+    row(`${name} execute, p99`, x.svc.latency.p99_ms, x.baseline_result.latency.p99_ms, `bare ${name === 'gRPC' ? 'grpc-js' : 'graphql-js'}`, div(x.svc.latency.p99_ms, x.baseline_result.latency.p99_ms), 1.5)
+  }
+  const py = d?.python_execution?.warm
+  if (py) {
+    row('Python execute over REST, warm, p50', py.svc.latency.p50_ms, py.baseline_raw_pyodide.latency.p50_ms, 'http+warm Pyodide', div(py.svc.latency.p50_ms, py.baseline_raw_pyodide.latency.p50_ms), 2.0)
+    row('Python execute over REST, warm, p99', py.svc.latency.p99_ms, py.baseline_raw_pyodide.latency.p99_ms, 'http+warm Pyodide', div(py.svc.latency.p99_ms, py.baseline_raw_pyodide.latency.p99_ms), 2.0)
+  }
+  const rr = d?.rest_resolution?.connections?.[10]
+  if (rr) {
+    row('resolve over REST, 10 connections, p50', rr.svc.latency.p50_ms, rr.baseline.latency.p50_ms, 'bare Koa', div(rr.svc.latency.p50_ms, rr.baseline.latency.p50_ms), 1.3)
+    row('resolve over REST, 10 connections, p99', rr.svc.latency.p99_ms, rr.baseline.latency.p99_ms, 'bare Koa', div(rr.svc.latency.p99_ms, rr.baseline.latency.p99_ms), 1.3)
+  }
+  return rows
+}
+
+/** The per-stage breakdown of one warm execute, one column per context mode. */
+function breakdownTable(b) {
+  const modes = Object.entries(b?.modes ?? {}).filter(([, m]) => m.stages)
+  if (modes.length === 0) return ''
+  const names = Object.keys(modes[0][1].stages)
+  const rows = names.map((n) => [n, ...modes.map(([, m]) => `${fmt(m.stages[n]?.p50_ms)} / ${fmt(m.stages[n]?.mean_ms)}`)])
+  rows.push(['outside the server (client, kernel, HTTP parse): client p50 − server p50', ...modes.map(([, m]) => fmt(m.outside_server_p50_ms))])
+  rows.push(['client-measured latency (load generator)', ...modes.map(([, m]) => `${fmt(m.client?.latency?.p50_ms)} / ${fmt(m.client?.latency?.mean_ms)}`)])
+  rows.push(['the same engine calls behind bare node:http instead of Koa (client)', ...modes.map(([, m]) => `${fmt(m.same_engine_behind_bare_node_http?.latency?.p50_ms)} / ${fmt(m.same_engine_behind_bare_node_http?.latency?.mean_ms)}`)])
+  rows.push(['sandbox.execute alone, called in a loop (no HTTP, no engine)', ...modes.map(([, m]) => `${fmt(m.sandbox_execute_in_a_loop?.p50_ms)} / ${fmt(m.sandbox_execute_in_a_loop?.mean_ms)}`)])
+  return table(['stage of one execute (ms, p50 / mean)', ...modes.map(([k]) => `context: ${k}`)], rows)
+}
+
 function table(header, rows) {
   const w = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)))
   const line = (r) => '| ' + r.map((c, i) => String(c).padEnd(w[i])).join(' | ') + ' |'
@@ -165,7 +223,10 @@ export function render(results) {
   const t = table(['§8 metric', 'measured on', 'p50 ms', 'p99 ms', 'value', 'target', 'result'],
     results.targets.map((x) => [x.metric, x.source, fmt(x.p50_ms), fmt(x.p99_ms), fmt(x.value), x.target, x.pass == null ? `n/a${x.note ? ` (${x.note})` : ''}` : `${fmt(x.pass)}${x.pass === false && x.note ? ` (${x.note})` : ''}`]))
   const c = table(['figure', 'svc p50', 'svc p99', 'baseline', 'base p50', 'base p99', 'ratio p50', 'ratio p99'], comparisons(results.sections))
-  return `${t}\n\n${c}\n`
+  const g = table(['issue 14 goal', 'svc', 'baseline', 'base', 'ratio', 'goal', 'result'],
+    (results.goals ?? []).map((x) => [x.goal, fmt(x.svc_ms), x.baseline, fmt(x.baseline_ms), fmt(x.ratio), x.limit, x.pass == null ? 'n/a' : fmt(x.pass)]))
+  const b = breakdownTable(results.sections.breakdown)
+  return `${t}\n\n${c}\n\n${g}\n${b ? `\n${b}\n` : ''}`
 }
 
 export async function runBench({ smoke = false, only, scaleSizes, merge = false, out = join(BENCH, 'results', smoke ? 'smoke.json' : 'latest.json'), quiet = false } = {}) {
@@ -188,6 +249,7 @@ export async function runBench({ smoke = false, only, scaleSizes, merge = false,
     resolution_in_process: suites.resolutionInProcess,
     cache: suites.cache,
     daemon: suites.daemonSuites,
+    breakdown: suites.breakdown,
     scale: suites.scale,
     federation: suites.federation,
   }
@@ -204,6 +266,7 @@ export async function runBench({ smoke = false, only, scaleSizes, merge = false,
     log(`${name} done in ${results.sections[name].elapsed_s} s`)
   }
   results.targets = targets(results.sections)
+  results.goals = goals(results.sections)
   if (results.merged) results.merged.at(-1).elapsed_s = Math.round((Date.now() - started) / 100) / 10
   else results.elapsed_s = Math.round((Date.now() - started) / 100) / 10
   results.machine.loadavg_at_end = loadavg()

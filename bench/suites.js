@@ -281,6 +281,22 @@ export async function daemonSuites({ smoke, log }) {
     const svcWarm = await runLoad({ kind: 'http', url: `${base}/api/v1/functions/${short}/execute`, body: execBody, connections: 1, durationMs, warmupMs })
     const ivmLat = await runLoad({ kind: 'http', url: `${ivmWarm.url}/`, body: execBody, connections: 1, durationMs, warmupMs })
     const wdLat = await runLoad({ kind: 'http', url: `${workerd.url}/`, body: execBody, connections: 1, durationMs, warmupMs })
+    // throughput at 8 connections (closed loops): svc-node, workerd, raw node:http + warm isolate
+    log('js execution: 8 connections')
+    const svc8 = await runLoad({ kind: 'http', url: `${base}/api/v1/functions/${short}/execute`, body: execBody, connections: 8, durationMs, warmupMs })
+    const wd8 = await runLoad({ kind: 'http', url: `${workerd.url}/`, body: execBody, connections: 8, durationMs, warmupMs })
+    const ivm8 = await runLoad({ kind: 'http', url: `${ivmWarm.url}/`, body: execBody, connections: 8, durationMs, warmupMs })
+    // the same function with a fresh context per call (manifest execution.context = "fresh")
+    const freshDef = { ...ADD_JS, manifest: { schemaVersion: '1.0', name: 'add', execution: { context: 'fresh' } } }
+    const freshCreated = await postJson(`${base}/api/v1/functions/create`, freshDef)
+    let fresh
+    if (freshCreated.status < 300) {
+      const url = `${base}/api/v1/functions/${freshCreated.body.rufid_short}/execute`
+      const svc = await runLoad({ kind: 'http', url, body: execBody, connections: 1, durationMs, warmupMs })
+      fresh = { svc, baseline_workerd: wdLat, ratio_vs_workerd: ratio(svc.latency, wdLat.latency), ratio_vs_raw_isolate: ratio(svc.latency, ivmLat.latency) }
+    } else {
+      fresh = { status: `not available: this node refused the manifest execution.context (${freshCreated.status} ${JSON.stringify(freshCreated.body).slice(0, 200)})` }
+    }
     const publishes = Array.from({ length: smoke ? 3 : 200 }, (_, i) => ({ ...ADD_JS, source_code: `function add(a, b) {\n  return a + b + 0 * ${Date.now()}${i}\n}\n` }))
     const first = await runLoad({ kind: 'publish-execute', base, publishes, args: { a: 2, b: 3 }, durationMs: smoke ? 5000 : 60_000 })
     const ivmCold = await peer('ivm-http', { cold: true })
@@ -293,6 +309,14 @@ export async function daemonSuites({ smoke, log }) {
         baseline_raw_http_warm_isolate: ivmLat,
         ratio_vs_workerd: ratio(svcWarm.latency, wdLat.latency),
         ratio_vs_raw_isolate: ratio(svcWarm.latency, ivmLat.latency),
+      },
+      fresh_context: fresh,
+      throughput_8_connections: {
+        svc: svc8,
+        baseline_workerd: wd8,
+        baseline_raw_http_warm_isolate: ivm8,
+        rps_ratio_vs_workerd: wd8.rps ? Math.round((svc8.rps / wd8.rps) * 1000) / 1000 : null,
+        rps_ratio_vs_raw_isolate: ivm8.rps ? Math.round((svc8.rps / ivm8.rps) * 1000) / 1000 : null,
       },
       first_after_publish: {
         svc: first,
@@ -354,6 +378,28 @@ export async function daemonSuites({ smoke, log }) {
   } finally {
     for (const p of peers) await p.stop().catch(() => undefined)
     await daemon.stop()
+  }
+  return out
+}
+
+/**
+ * Per-stage breakdown of one warm execute over REST (bench/breakdown.js, its own process on the
+ * server core, driven by the load generator on the client core), for each context mode.
+ */
+export async function breakdown({ smoke, log, modes = ['warm', 'fresh'] }) {
+  const out = { what: 'one warm JS execute of add over REST, 1 connection: each layer timed with performance.now() marks around the engine calls (bench/breakdown.js)', modes: {} }
+  for (const mode of modes) {
+    log(`breakdown: ${mode}`)
+    try {
+      const p = await startProcess('server', [join(ROOT, 'bench/breakdown.js'), JSON.stringify({ mode, durationMs: smoke ? 400 : 5000, warmupMs: smoke ? 100 : 500 })], {
+        timeoutMs: 120_000,
+        ready: (line) => (line.startsWith('RESULT ') ? JSON.parse(line.slice(7)) : undefined),
+      })
+      out.modes[mode] = p.value
+      await p.stop()
+    } catch (err) {
+      out.modes[mode] = { status: `failed: ${String(err?.message ?? err).slice(0, 1500)}` }
+    }
   }
   return out
 }
@@ -420,6 +466,14 @@ export async function scale({ smoke, log, scaleSizes }) {
       // the daemon keeps its catalog in <data_dir>/catalog
       const sample = await populate(join(dir, 'catalog'), n, { keep: 2000 })
       entry.populate_s = Math.round((performance.now() - t) / 100) / 10
+      // a node is not measured seconds after a bulk load: let the store settle first, as LevelDB's
+      // background compaction does on a node that has run a while (compact the whole key range)
+      t = performance.now()
+      const settle = new ClassicLevel(join(dir, 'catalog'), { valueEncoding: 'json' })
+      await settle.open()
+      await settle.compactRange('\u0000', '\uffff')
+      await settle.close()
+      entry.settle_s = Math.round((performance.now() - t) / 100) / 10
       log(`scale ${n}: daemon`)
       const daemon = await startDaemon({ dataDir: dir, timeoutMs: smoke ? 60_000 : 300_000 })
       entry.daemon_startup_ms = Math.round(daemon.startup_ms)

@@ -90,6 +90,7 @@ export const configSchema = z.object({
   audit: z.object({
     retention_days: z.number().int().min(0),
     sweep_interval_ms: z.number().int().min(1000),
+    flush_ms: z.number().int().min(0).max(1000),
   }).strict(),
   registry: z.object({
     cache_max_entries: z.number().int().min(1),
@@ -105,6 +106,7 @@ export const configSchema = z.object({
     queue_limit: z.number().int().min(0),
     max_log_bytes: z.number().int().min(0),
     kill_grace_ms: z.number().int().min(0),
+    record_flush_ms: z.number().int().min(0).max(1000),
     python: z.object({
       wheelhouse: z.string(),
       interpreters_per_worker: z.number().int().min(1).max(64),

@@ -43,7 +43,7 @@ export interface DaemonComponents {
 export function createDaemon(config: Readonly<SvcConfig>, { logger, env = process.env, announce }: DaemonComponents): Daemon {
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const db = new ClassicLevel<string, unknown>(join(config.data_dir, 'catalog'), { valueEncoding: 'json' }) as unknown as LevelDatabase
-  const store = createCatalogStore({ db })
+  const store = createCatalogStore({ db }, { executionFlushMs: config.execution.record_flush_ms })
   const metrics = createMetrics({ defaultMetrics: true })
   const events = new EventBus()
   const x = config.execution
@@ -78,7 +78,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         perTenant: ruleOf(config.rate_limits.per_tenant),
         perIpUnauthenticated: ruleOf(config.rate_limits.per_ip_unauthenticated),
       },
-      audit: { retentionDays: config.audit.retention_days, sweepIntervalMs: config.audit.sweep_interval_ms },
+      audit: { retentionDays: config.audit.retention_days, sweepIntervalMs: config.audit.sweep_interval_ms, flushMs: config.audit.flush_ms },
       lockfile: {
         pipIndexUrl: config.lockfile.pip_index_url,
         npmRegistryUrl: config.lockfile.npm_registry_url,

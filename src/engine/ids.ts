@@ -1,6 +1,9 @@
-import { randomBytes } from 'node:crypto'
+import { randomFillSync } from 'node:crypto'
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
+/** Random bytes drawn 4 KB at a time (one call into the CSPRNG per 256 ids, not one per id). */
+const pool = Buffer.alloc(4096)
+let poolOffset = pool.length
 
 /**
  * A time-ordered identifier: 10 characters of milliseconds since the epoch, then 16 random
@@ -13,9 +16,13 @@ export function timeOrderedId(prefix: string, now = Date.now()): string {
     time = CROCKFORD[t % 32] + time
     t = Math.floor(t / 32)
   }
-  const rnd = randomBytes(16)
+  if (poolOffset + 16 > pool.length) {
+    randomFillSync(pool)
+    poolOffset = 0
+  }
   let tail = ''
-  for (const b of rnd) tail += CROCKFORD[b % 32]
+  for (let i = poolOffset; i < poolOffset + 16; i++) tail += CROCKFORD[pool[i]! % 32]
+  poolOffset += 16
   return `${prefix}${time}${tail}`
 }
 

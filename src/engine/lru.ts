@@ -22,6 +22,11 @@ export class LruCache<V> {
     return this.entries.has(key)
   }
 
+  /** The entry, without taking it or changing its recency. */
+  peek(key: string): V | undefined {
+    return this.entries.get(key)
+  }
+
   /** Removes and returns the entry (the caller owns it until it is `put` back). */
   take(key: string): V | undefined {
     const value = this.entries.get(key)

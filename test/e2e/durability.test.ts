@@ -1,7 +1,7 @@
 // Acknowledged data survives restarts and kill -9; shutdown lets in-flight requests finish.
 import { afterEach, describe, expect, it } from 'vitest'
 import { computeRufid } from '../../src/core/rufid.js'
-import { call, removeDir, startDaemonProcess, tempDataDir, type DaemonProcess } from '../fixtures/daemon-process.js'
+import { call, restartableDaemons, startDaemonProcess } from '../fixtures/daemon-process.js'
 import { addJs } from '../fixtures/functions.js'
 
 const slowJs = {
@@ -12,21 +12,12 @@ const slowJs = {
 }
 
 describe('durability and shutdown (real daemon processes)', () => {
-  const running: DaemonProcess[] = []
-  const dirs: string[] = []
-  afterEach(async () => {
-    for (const d of running.splice(0)) await d.stop('SIGKILL')
-    for (const dir of dirs.splice(0)) removeDir(dir)
-  })
-  const start = async (dataDir: string): Promise<DaemonProcess> => {
-    const d = await startDaemonProcess({ dataDir })
-    running.push(d)
-    return d
-  }
+  const daemons = restartableDaemons()
+  afterEach(() => daemons.cleanup())
+  const start = daemons.start
 
   it('keeps functions and ledger entries across a graceful restart and after kill -9', async () => {
-    const dir = tempDataDir()
-    dirs.push(dir)
+    const dir = daemons.dataDir()
     const first = await start(dir)
     const created = await call(`${first.url}/api/v1/functions/create`, 'POST', addJs)
     expect(created.status).toBe(201)
@@ -55,8 +46,7 @@ describe('durability and shutdown (real daemon processes)', () => {
   })
 
   it('lets an in-flight execution finish on SIGTERM, then exits 0', async () => {
-    const dir = tempDataDir()
-    dirs.push(dir)
+    const dir = daemons.dataDir()
     const d = await start(dir)
     const c = await call(`${d.url}/api/v1/functions/create`, 'POST', slowJs)
     const inflight = call(`${d.url}/api/v1/functions/${c.body.rufid_short as string}/execute`, 'POST', { arguments: { ms: 700 } })
@@ -70,8 +60,7 @@ describe('durability and shutdown (real daemon processes)', () => {
   })
 
   it('refuses to open a data directory written in another data format', async () => {
-    const dir = tempDataDir()
-    dirs.push(dir)
+    const dir = daemons.dataDir()
     const d = await start(dir)
     await d.stop('SIGTERM')
     const { ClassicLevel } = await import('classic-level')

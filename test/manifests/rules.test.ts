@@ -32,6 +32,15 @@ describe('manifest schema (schemas/function_manifest.schema.json, JSON Schema 20
     expect(checkManifest(sampleManifest(), { functionName: 'add' })).toEqual(sampleManifest())
   })
 
+  it('accepts execution.context warm or fresh, and nothing else under execution', () => {
+    for (const context of ['warm', 'fresh']) expect(manifestSchemaProblems({ ...sampleManifest(), execution: { context } })).toEqual([])
+    const pointers = [
+      ...manifestSchemaProblems({ ...sampleManifest(), execution: { context: 'shared' } }, '/manifest'),
+      ...manifestSchemaProblems({ ...sampleManifest(), execution: { reuse: true } }, '/manifest'),
+    ].map((p) => p.pointer)
+    expect(pointers).toEqual(['/manifest/execution/context', '/manifest/execution/reuse'])
+  })
+
   it('reports every problem with its JSON pointer', () => {
     const bad = {
       schemaVersion: '2.0',

@@ -2,10 +2,23 @@
  * Messages between the supervisor and its worker processes. They travel over the child-process
  * IPC channel with JSON serialisation, so every field is plain JSON; the function's result
  * travels as the JSON text the isolate produced.
+ *
+ * A call's source is sent to a worker once: later calls name it by `sourceDigest` only, and a
+ * worker that no longer has it answers `need-source`, upon which the supervisor sends the call
+ * again with the source. A worker that must prepare a call (compile the source, load an
+ * interpreter) says `started` when the time-limited part begins (and `preparing` at once, when
+ * the supervisor took it for a call that starts at once); a call it can start at once sends
+ * neither.
  */
 import { ERROR_CODES, SvcError, type ErrorName } from '../../core/errors.js'
 import type { LanguageFamily } from '../../core/rufid.js'
 import type { ExecutionLimits, LogLine, PipPin } from './types.js'
+
+/**
+ * Whether a key's calls share one warm context (module state persists between calls of the
+ * function version) or each get a fresh one.
+ */
+export type ContextMode = 'warm' | 'fresh'
 
 /** One call, ready to run: arguments are already bound to positions. */
 export interface ExecuteJob {
@@ -14,7 +27,12 @@ export interface ExecuteJob {
   scope: string
   language: string
   family: LanguageFamily
-  source: string
+  /** The source text; absent when the supervisor sent it to this worker before (see `sourceDigest`). */
+  source?: string
+  /** SHA-256 (hex) of the language and the source text: names the source between supervisor and worker. */
+  sourceDigest: string
+  /** JavaScript: warm (default) or fresh context per call. Python: warm keeps the module's globals between calls. */
+  context: ContextMode
   functionName: string
   /**
    * JSON of the positional argument array. Python (family `python`): JSON of the arguments as
@@ -44,7 +62,15 @@ export interface WireOutcome {
   wallTimeMs: number
   cpuTimeMs: number
   memoryBytes: number
+  /** Time the worker spent on the call, from receiving it to answering. */
+  workerMs?: number
 }
+
+/**
+ * How many sources a worker keeps by digest (the supervisor remembers the same number of digests
+ * it sent the worker): two per warm entry it may hold, plus a few.
+ */
+export const sourceCapacity = (maxWarmIsolates: number): number => maxWarmIsolates * 2 + 16
 
 /** Configuration a worker receives as its single command-line argument (JSON). */
 export interface WorkerConfig {
@@ -53,18 +79,31 @@ export interface WorkerConfig {
   maxPythonInterpreters: number
   /** Directories of wheels pinned Python dependencies are installed from, the first holding one wins. */
   pythonWheelDirs: string[]
+  /** Source text (UTF-16 code units) the worker keeps by digest, at most. */
+  maxSourceChars: number
 }
 
 export type SupervisorMessage =
-  | { type: 'execute'; id: number; job: ExecuteJob }
+  /**
+   * `timed`: the supervisor armed its watchdog for the time limit already (it holds the key warm),
+   * so a worker that must prepare after all says `preparing` first
+   */
+  | { type: 'execute'; id: number; job: ExecuteJob; timed: boolean }
   | { type: 'shutdown' }
 
 export type WorkerMessage =
   | { type: 'ready'; pid: number }
+  /** The worker lacks the source of execution `id`: send the call again with it. */
+  | { type: 'need-source'; id: number }
+  /** Execution `id` needs preparation first (compiling, loading an interpreter). */
+  | { type: 'preparing'; id: number }
   /** The time-limited part of execution `id` begins (preparation such as transpiling is done). */
   | { type: 'started'; id: number }
-  /** `warmScopes`: the scopes (tenants) whose Python interpreter the worker holds */
-  | { type: 'result'; id: number; outcome: WireOutcome; warmKeys: string[]; warmScopes: string[] }
+  /**
+   * `warmKeys`: the keys the worker holds warm; `warmScopes`: the scopes (tenants) whose Python
+   * interpreter it holds. Each is sent only when it changed since the worker's previous answer.
+   */
+  | { type: 'result'; id: number; outcome: WireOutcome; warmKeys?: string[]; warmScopes?: string[] }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null
 
@@ -74,9 +113,12 @@ export function isWorkerMessage(m: unknown): m is WorkerMessage {
     case 'ready':
       return typeof m.pid === 'number'
     case 'started':
+    case 'preparing':
+    case 'need-source':
       return typeof m.id === 'number'
     case 'result':
-      return typeof m.id === 'number' && isObject(m.outcome) && Array.isArray(m.warmKeys) && Array.isArray(m.warmScopes)
+      return typeof m.id === 'number' && isObject(m.outcome) &&
+        (m.warmKeys === undefined || Array.isArray(m.warmKeys)) && (m.warmScopes === undefined || Array.isArray(m.warmScopes))
     default:
       return false
   }

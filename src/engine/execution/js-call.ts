@@ -1,179 +1,225 @@
 import type ivm from 'isolated-vm'
 import { SvcError, isSvcError } from '../../core/errors.js'
-import { Deadline, DeadlineExceeded, within } from './deadline.js'
+import { Deadline, DeadlineExceeded } from './deadline.js'
 import { toWireError, type ExecuteJob, type WireOutcome } from './ipc.js'
 import type { CompiledSource } from './js-compile.js'
 import { PRELUDE } from './js-prelude.js'
 import type { LogLine } from './types.js'
 
-/** How long reading the captured logs may take after the call before they are given up. */
+/** How long reading the captured logs may take after a call that ended without an envelope. */
 const DRAIN_MS = 40
 const MAX_MESSAGE_CHARS = 2_000
 const MAX_STACK_CHARS = 8_000
 const LOG_LEVELS = new Set<LogLine['level']>(['log', 'info', 'warn', 'error', 'debug'])
 const IVM_TIMEOUT = 'Script execution timed out.'
+const PENDING = 'P'
+
+/**
+ * One context of an isolate with the prelude installed and the function bound: what a call runs
+ * in. A warm instance serves every call of its key (module state persists between them); a fresh
+ * one serves one call.
+ */
+export class JsInstance {
+  private released = false
+
+  constructor(
+    readonly context: ivm.Context,
+    readonly call: ivm.Reference,
+    readonly poll: ivm.Reference,
+    readonly wait: ivm.Reference,
+    readonly drain: ivm.Reference,
+    readonly bind: ivm.Reference,
+    /** handles the instance keeps alive (a module and its namespace) */
+    readonly handles: Array<{ release(): void }>,
+  ) {}
+
+  release(): void {
+    if (this.released) return
+    this.released = true
+    for (const handle of [this.call, this.poll, this.wait, this.drain, this.bind, ...this.handles]) releaseQuietly(handle)
+    releaseQuietly(this.context)
+  }
+}
+
+/** What a call runs against: the key's isolate, its compiled source and, in warm mode, its instance. */
+export interface CallSite {
+  isolate: ivm.Isolate
+  compiled: CompiledSource
+  /** the warm instance an earlier call of the key left (warm mode only) */
+  instance: JsInstance | undefined
+}
 
 export interface CallResult {
   outcome: WireOutcome
   /** False when the isolate should not be reused (disposed, timed out, unresponsive). */
   reusable: boolean
-}
-
-interface Controls {
-  invoke: ivm.Reference
-  drain: ivm.Reference
+  /** The instance to keep for the key's next call (warm mode, after a call that left it usable). */
+  instance: JsInstance | undefined
 }
 
 type Phase = 'setup' | 'load' | 'call'
 
 type Verdict =
-  | { status: 'success'; resultJson?: string }
-  | { status: 'error' | 'timeout'; error: SvcError }
+  | { status: 'success'; resultJson?: string; logs: LogLine[] }
+  | { status: 'error' | 'timeout'; error: SvcError; logs?: LogLine[] }
 
 /**
- * Runs one call of a compiled function in a fresh context of `isolate`: installs the prelude,
- * runs the source, looks the function up, invokes it under the wall-time budget and collects
- * logs, CPU time and heap use. Never throws; every failure becomes an outcome.
+ * Runs one call. Warm mode (`job.context` `warm`) reuses the site's instance, creating it on the
+ * key's first call; fresh mode creates an instance for this call and discards it afterwards.
+ * Creating an instance installs the prelude, runs the source and looks the function up; the call
+ * itself is one synchronous call into the isolate (plus a poll for a function that returned a
+ * promise, and an awaited wait for one that is still pending after its microtasks ran). Every step
+ * runs under the call's wall-time budget. Never throws; every failure becomes an outcome.
  */
-export async function runCall(isolate: ivm.Isolate, compiled: CompiledSource, job: ExecuteJob): Promise<CallResult> {
+export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResult> {
+  const { isolate } = site
   const deadline = new Deadline(job.limits.timeoutMs)
   const cpuAtStart = isolate.cpuTime
-  const handles: Array<{ release(): void }> = []
-  let context: ivm.Context | undefined
-  let controls: Controls | undefined
+  const warm = job.context !== 'fresh'
+  let instance = warm ? site.instance : undefined
+  let loaded = instance !== undefined
   let phase: Phase = 'setup'
   let verdict: Verdict
   try {
-    context = await deadline.guard(isolate.createContext())
-    controls = await installPrelude(context, job.maxLogBytes, deadline, handles)
-    phase = 'load'
-    const fn = compiled.mode === 'script'
-      ? await loadFromScript(compiled.script, context, job.functionName, deadline, handles)
-      : await loadFromModule(isolate, compiled, context, job.functionName, deadline, handles)
+    if (instance === undefined) {
+      instance = createInstance(isolate, job.maxLogBytes, deadline)
+      phase = 'load'
+      const fn = site.compiled.mode === 'script'
+        ? loadFromScript(site.compiled.script, instance.context, job.functionName, deadline)
+        : await loadFromModule(isolate, site.compiled, instance, job.functionName, deadline)
+      instance.bind.applySync(undefined, [fn.derefInto()], { timeout: deadline.remainingMs() })
+      fn.release()
+      loaded = true
+    }
     phase = 'call'
-    const call = `{"values":${job.argsJson},"missing":${JSON.stringify(job.missingArgs)}}`
-    const envelope: unknown = await deadline.guard(
-      controls.invoke.apply(undefined, [fn.derefInto(), call], { timeout: deadline.remainingMs(), result: { promise: true } }),
-    )
-    verdict = readEnvelope(envelope, job.functionName)
+    const callJson = `{"values":${job.argsJson},"missing":${JSON.stringify(job.missingArgs)}}`
+    let text: unknown = instance.call.applySync(undefined, [callJson], { timeout: deadline.remainingMs() })
+    // a promise: its microtasks ran before the call returned, so it has usually settled already
+    if (text === PENDING) text = instance.poll.applySync(undefined, [], { timeout: deadline.remainingMs() })
+    if (text === PENDING) {
+      text = await deadline.guard(
+        instance.wait.apply(undefined, [], { timeout: deadline.remainingMs(), result: { promise: true } }) as Promise<unknown>,
+      )
+    }
+    verdict = readEnvelope(text, job.functionName, job.maxLogBytes)
   } catch (err) {
     verdict = classify(err, isolate, job, phase)
   }
   const wallTimeMs = deadline.elapsedMs()
 
-  const { logs, memoryBytes, cpuTimeMs, responsive } = await collect(isolate, controls, job.maxLogBytes, cpuAtStart)
-  const reusable = verdict.status !== 'timeout' && responsive
-  for (const handle of handles) releaseQuietly(handle)
-  if (context) releaseQuietly(context)
+  let responsive = !isolate.isDisposed
+  if (verdict.logs === undefined) {
+    const logs = responsive && instance ? drainLogs(instance.drain, job.maxLogBytes) : []
+    if (logs === undefined) responsive = false
+    verdict.logs = logs ?? []
+  }
+  const cpuTimeMs = cpuSince(isolate, cpuAtStart)
+  let memoryBytes = 0
+  if (responsive && !isolate.isDisposed) {
+    try {
+      memoryBytes = isolate.getHeapStatisticsSync().used_heap_size
+    } catch {
+      responsive = false
+    }
+  }
+  const reusable = verdict.status !== 'timeout' && responsive && !isolate.isDisposed
+  // a warm instance survives a call that threw or returned a bad result, not one that failed to load
+  const keep = warm && reusable && loaded ? instance : undefined
+  if (instance && instance !== keep) instance.release()
 
   if (verdict.status === 'success' && cpuTimeMs > job.limits.cpuMs) {
     verdict = {
       status: 'error',
+      logs: verdict.logs,
       error: new SvcError('EXECUTION_FAILED', `the function used ${Math.round(cpuTimeMs)} ms of CPU time, over its limit of ${job.limits.cpuMs} ms`, {
         details: { limit: 'cpu', cpuTimeMs, cpuMs: job.limits.cpuMs },
       }),
     }
   }
-  const outcome: WireOutcome = { status: verdict.status, logs, wallTimeMs, cpuTimeMs, memoryBytes }
+  const outcome: WireOutcome = { status: verdict.status, logs: verdict.logs ?? [], wallTimeMs, cpuTimeMs, memoryBytes }
   if (verdict.status === 'success') {
     if (verdict.resultJson !== undefined) outcome.resultJson = verdict.resultJson
   } else {
     outcome.error = toWireError(verdict.error)
   }
-  return { outcome, reusable }
+  return { outcome, reusable, instance: keep }
 }
 
-interface Measurements {
-  logs: LogLine[]
-  memoryBytes: number
-  cpuTimeMs: number
-  /** The isolate still exists and answered the log drain. */
-  responsive: boolean
+/** A new context with the prelude installed (no user code has run in it yet). */
+function createInstance(isolate: ivm.Isolate, maxLogBytes: number, deadline: Deadline): JsInstance {
+  const context = isolate.createContextSync()
+  const handles: Array<{ release(): void }> = []
+  try {
+    const api = context.evalClosureSync(PRELUDE, [maxLogBytes], { timeout: deadline.remainingMs(), result: { reference: true } })
+    handles.push(api)
+    const get = (name: string): ivm.Reference => {
+      const ref = api.getSync(name, { reference: true }) as ivm.Reference
+      handles.push(ref)
+      return ref
+    }
+    const [bind, call, poll, wait, drain] = ['bind', 'call', 'poll', 'wait', 'drain'].map(get) as [ivm.Reference, ivm.Reference, ivm.Reference, ivm.Reference, ivm.Reference]
+    releaseQuietly(api)
+    return new JsInstance(context, call, poll, wait, drain, bind, [])
+  } catch (err) {
+    for (const handle of handles) releaseQuietly(handle)
+    releaseQuietly(context)
+    throw err
+  }
 }
 
-/** Logs, heap in use and CPU time after a call; zeros for an isolate that is gone or unresponsive. */
-async function collect(isolate: ivm.Isolate, controls: Controls | undefined, maxLogBytes: number, cpuAtStart: bigint): Promise<Measurements> {
-  if (isolate.isDisposed) return { logs: [], memoryBytes: 0, cpuTimeMs: 0, responsive: false }
-  const logs = controls ? await drainLogs(controls.drain, maxLogBytes) : []
-  const cpuTimeMs = cpuSince(isolate, cpuAtStart)
-  if (logs === undefined || isolate.isDisposed) return { logs: [], memoryBytes: 0, cpuTimeMs, responsive: false }
-  return { logs, memoryBytes: isolate.getHeapStatisticsSync().used_heap_size, cpuTimeMs, responsive: true }
-}
-
-async function installPrelude(
-  context: ivm.Context,
-  maxLogBytes: number,
-  deadline: Deadline,
-  handles: Array<{ release(): void }>,
-): Promise<Controls> {
-  const api = await deadline.guard(
-    context.evalClosure(PRELUDE, [maxLogBytes], { timeout: deadline.remainingMs(), result: { reference: true } }),
-  )
-  handles.push(api)
-  const invoke = api.getSync('invoke', { reference: true })
-  const drain = api.getSync('drain', { reference: true })
-  handles.push(invoke, drain)
-  return { invoke, drain }
-}
-
-async function loadFromScript(
-  script: ivm.Script,
-  context: ivm.Context,
-  name: string,
-  deadline: Deadline,
-  handles: Array<{ release(): void }>,
-): Promise<ivm.Reference> {
+function loadFromScript(script: ivm.Script, context: ivm.Context, name: string, deadline: Deadline): ivm.Reference {
   if (!IDENTIFIER.test(name)) {
-    await deadline.guard(script.run(context, { timeout: deadline.remainingMs() }))
+    script.runSync(context, { timeout: deadline.remainingMs() })
     throw notDefined(name, 'script')
   }
   // Whatever `name` already denotes before the source runs (a built-in such as `Array`) is not
   // the function: the source must define it.
-  const lookup = `return typeof ${name} === 'function' && ${name} !== $0 ? ${name} : undefined`
   let builtin: ivm.Reference | undefined
   try {
-    builtin = await deadline.guard(
-      context.evalClosure(`return typeof ${name} === 'function' ? ${name} : undefined`, [], {
-        timeout: deadline.remainingMs(),
-        result: { reference: true },
-      }),
-    )
+    builtin = context.evalClosureSync(`return typeof ${name} === 'function' ? ${name} : undefined`, [], {
+      timeout: deadline.remainingMs(),
+      result: { reference: true },
+    }) as ivm.Reference | undefined
   } catch (err) {
     if (err instanceof Error && err.name === 'SyntaxError') throw notDefined(name, 'script')
     throw err
   }
-  if (builtin) handles.push(builtin)
-  await deadline.guard(script.run(context, { timeout: deadline.remainingMs() }))
-  const ref = await deadline.guard(
-    context.evalClosure(lookup, [builtin?.derefInto()], { timeout: deadline.remainingMs(), result: { reference: true } }),
-  )
-  if (ref) handles.push(ref)
-  if (ref?.typeof !== 'function') throw notDefined(name, 'script')
-  return ref
+  try {
+    script.runSync(context, { timeout: deadline.remainingMs() })
+    const ref = context.evalClosureSync(`return typeof ${name} === 'function' && ${name} !== $0 ? ${name} : undefined`, [builtin?.derefInto()], {
+      timeout: deadline.remainingMs(),
+      result: { reference: true },
+    }) as ivm.Reference | undefined
+    if (ref?.typeof !== 'function') {
+      if (ref) releaseQuietly(ref)
+      throw notDefined(name, 'script')
+    }
+    return ref
+  } finally {
+    if (builtin) releaseQuietly(builtin)
+  }
 }
 
 async function loadFromModule(
   isolate: ivm.Isolate,
   compiled: Extract<CompiledSource, { mode: 'module' }>,
-  context: ivm.Context,
+  instance: JsInstance,
   name: string,
   deadline: Deadline,
-  handles: Array<{ release(): void }>,
 ): Promise<ivm.Reference> {
-  const module = await deadline.guard(isolate.compileModule(compiled.code, { filename: compiled.filename }))
-  handles.push(module)
-  await deadline.guard(
-    module.instantiate(context, (specifier) => {
-      throw new Error(`sandboxed functions cannot import modules (${specifier})`)
-    }),
-  )
+  const module = isolate.compileModuleSync(compiled.code, { filename: compiled.filename })
+  instance.handles.push(module)
+  module.instantiateSync(instance.context, (specifier) => {
+    throw new Error(`sandboxed functions cannot import modules (${specifier})`)
+  })
+  // a module may await at its top level: evaluate is awaited under the budget
   await deadline.guard(module.evaluate({ timeout: deadline.remainingMs() }))
   const namespace = module.namespace
-  handles.push(namespace)
+  instance.handles.push(namespace)
   for (const exported of [name, 'default']) {
-    const ref = await deadline.guard(namespace.get(exported, { reference: true }))
-    if (ref) handles.push(ref)
+    const ref = namespace.getSync(exported, { reference: true }) as ivm.Reference | undefined
     if (ref?.typeof === 'function') return ref
+    if (ref) releaseQuietly(ref)
   }
   throw notDefined(name, 'module')
 }
@@ -187,13 +233,19 @@ function notDefined(name: string, mode: 'script' | 'module'): SvcError {
   return new SvcError('VALIDATION_FAILED', message, { details: { functionName: name } })
 }
 
-function readEnvelope(envelope: unknown, name: string): Verdict {
-  const parsed = typeof envelope === 'string' ? safeParse(envelope) : undefined
+/** The verdict of an envelope (see js-prelude.ts for its forms). */
+function readEnvelope(text: unknown, name: string, maxLogBytes: number): Verdict {
+  if (typeof text === 'string') {
+    if (text === 'U') return { status: 'success', logs: [] }
+    if (text.charCodeAt(0) === 0x53 /* S */) return { status: 'success', resultJson: text.slice(1), logs: [] }
+  }
+  const parsed = typeof text === 'string' ? safeParse(text) : undefined
   if (!isRecord(parsed)) {
     return { status: 'error', error: new SvcError('EXECUTION_FAILED', `the call of '${name}' produced no readable result`) }
   }
+  const logs = logsOf(parsed, maxLogBytes)
   if (parsed.ok === true) {
-    return typeof parsed.json === 'string' ? { status: 'success', resultJson: parsed.json } : { status: 'success' }
+    return typeof parsed.json === 'string' ? { status: 'success', resultJson: parsed.json, logs } : { status: 'success', logs }
   }
   const error = isRecord(parsed.error) ? parsed.error : {}
   const errorName = clip(String(error.name ?? 'Error'), 200)
@@ -203,10 +255,11 @@ function readEnvelope(envelope: unknown, name: string): Verdict {
   if (parsed.kind === 'result') {
     return {
       status: 'error',
+      logs,
       error: new SvcError('EXECUTION_FAILED', `the result of '${name}' is not JSON-serialisable: ${errorMessage}`, { details }),
     }
   }
-  return { status: 'error', error: new SvcError('EXECUTION_FAILED', `'${name}' threw ${errorName}: ${errorMessage}`, { details }) }
+  return { status: 'error', logs, error: new SvcError('EXECUTION_FAILED', `'${name}' threw ${errorName}: ${errorMessage}`, { details }) }
 }
 
 function classify(err: unknown, isolate: ivm.Isolate, job: ExecuteJob, phase: Phase): Verdict {
@@ -240,18 +293,21 @@ function classify(err: unknown, isolate: ivm.Isolate, job: ExecuteJob, phase: Ph
 }
 
 /** Reads the captured console lines; `undefined` when the isolate does not answer in time. */
-async function drainLogs(drain: ivm.Reference, maxLogBytes: number): Promise<LogLine[] | undefined> {
+function drainLogs(drain: ivm.Reference, maxLogBytes: number): LogLine[] | undefined {
   let text: unknown
   try {
-    text = await within(drain.apply(undefined, [], { timeout: DRAIN_MS }), DRAIN_MS + 10)
+    text = drain.applySync(undefined, [], { timeout: DRAIN_MS })
   } catch {
     return undefined
   }
   if (typeof text !== 'string') return undefined
   const parsed = safeParse(text)
-  if (!isRecord(parsed) || !Array.isArray(parsed.lines)) return []
+  return isRecord(parsed) ? logsOf(parsed, maxLogBytes) : []
+}
+
+function logsOf(parsed: Record<string, unknown>, maxLogBytes: number): LogLine[] {
   const logs: LogLine[] = []
-  for (const line of parsed.lines as unknown[]) {
+  for (const line of Array.isArray(parsed.lines) ? (parsed.lines as unknown[]) : []) {
     if (!Array.isArray(line)) continue
     const [level, message, at] = line as unknown[]
     if (typeof message !== 'string' || !LOG_LEVELS.has(level as LogLine['level'])) continue

@@ -61,9 +61,9 @@ const MODULE_ONLY_SYNTAX = [
  * Compiles JavaScript as a script, or as an ES module when it uses module syntax. A syntax
  * error, or a module that imports anything, is VALIDATION_FAILED.
  */
-export async function compileJavaScript(isolate: ivm.Isolate, code: string, filename: string): Promise<CompiledSource> {
+export function compileJavaScript(isolate: ivm.Isolate, code: string, filename: string): CompiledSource {
   try {
-    const script = await isolate.compileScript(code, { filename })
+    const script = isolate.compileScriptSync(code, { filename })
     return { mode: 'script', script, filename }
   } catch (err) {
     if (isolate.isDisposed || !isSyntaxError(err)) throw err
@@ -71,7 +71,7 @@ export async function compileJavaScript(isolate: ivm.Isolate, code: string, file
   }
   let module: ivm.Module
   try {
-    module = await isolate.compileModule(code, { filename })
+    module = isolate.compileModuleSync(code, { filename })
   } catch (err) {
     if (isSyntaxError(err)) throw syntaxError(err)
     throw err

@@ -1,15 +1,23 @@
 /**
- * Code evaluated in every fresh isolate context before the function's source (as the body of an
+ * Code evaluated once in each isolate context before the function's source (as the body of an
  * `evalClosure`, with `$0` = the log cap in bytes). It installs a `console` that records lines
- * inside the isolate, and returns `{ invoke, drain }`:
+ * inside the isolate, and returns `{ bind, call, poll, wait, drain }`:
  *
- * - `invoke(fn, callJson)` calls `fn` with the arguments in `callJson` (`{ values, missing }`),
- *   awaits it and returns a JSON envelope: `{ ok: true, json? }` or
- *   `{ ok: false, kind: 'threw' | 'result', error: { name, message, stack? } }`.
- * - `drain()` returns the JSON of `{ lines: [level, message, epochMs][], truncated }`.
+ * - `bind(fn)` keeps the function the source defined; every later `call` calls it.
+ * - `call(callJson)` starts a call with the arguments in `callJson` (`{ values, missing }`), after
+ *   clearing the log lines of the previous call. It returns the call's envelope when the function
+ *   returned a value, or `P` when it returned a promise (or any thenable): then `poll()` returns the
+ *   envelope once the promise has settled (still `P` before), and `wait()` a promise of it.
+ * - `drain()` returns the JSON of `{ lines: [level, message, epochMs][], truncated }` (for a call
+ *   that ended without an envelope, e.g. at its time limit).
  *
- * Built-ins are captured before user code runs, so a function that replaces `JSON` or
- * `Reflect` cannot corrupt its own envelope. No host object is exposed to the context.
+ * An envelope is `S<json>` (success, no log lines: the result's JSON text follows), `U` (success,
+ * the function returned `undefined`, no log lines), or the JSON of `{ ok: true, json?, lines,
+ * truncated }` / `{ ok: false, kind: 'threw' | 'result', error: { name, message, stack? }, lines,
+ * truncated }`.
+ *
+ * Built-ins are captured before user code runs, so a function that replaces `JSON`, `Reflect` or
+ * `Promise` cannot corrupt its own envelope. No host object is exposed to the context.
  */
 export const PRELUDE = String.raw`
 'use strict';
@@ -29,8 +37,11 @@ const TypeErrorCtor = TypeError;
 const WeakSetCtor = WeakSet;
 const weakHas = WeakSet.prototype.has;
 const weakAdd = WeakSet.prototype.add;
+const PromiseCtor = Promise;
+const promiseResolve = Promise.resolve;
+const promiseThen = Promise.prototype.then;
 
-const lines = [];
+let lines = [];
 let used = 0;
 let truncated = false;
 
@@ -120,32 +131,85 @@ function replacer(key, value) {
   return value;
 }
 
-async function invoke(fn, callJson) {
-  const call = parse(callJson);
-  const args = call.values;
-  for (let i = 0; i < call.missing.length; i++) args[call.missing[i]] = undefined;
-  let value;
-  try {
-    value = await apply(fn, undefined, args);
-  } catch (err) {
-    return stringify({ ok: false, kind: 'threw', error: describe(err) });
-  }
-  if (value === undefined) return stringify({ ok: true });
+function envelope(fields) {
+  if (fields.ok === true && lines.length === 0 && !truncated) return fields.json === undefined ? 'U' : 'S' + fields.json;
+  fields.lines = lines;
+  fields.truncated = truncated;
+  return stringify(fields);
+}
+
+function finish(value) {
+  if (value === undefined) return envelope({ ok: true });
   let json;
   try {
     json = stringify(value, replacer);
   } catch (err) {
-    return stringify({ ok: false, kind: 'result', error: describe(err) });
+    return envelope({ ok: false, kind: 'result', error: describe(err) });
   }
   if (json === undefined) {
-    return stringify({ ok: false, kind: 'result', error: { name: 'TypeError', message: 'the result is not a JSON value' } });
+    return envelope({ ok: false, kind: 'result', error: { name: 'TypeError', message: 'the result is not a JSON value' } });
   }
-  return stringify({ ok: true, json });
+  return envelope({ ok: true, json });
+}
+
+let target;
+let pending;
+
+function bind(fn) {
+  target = fn;
+}
+
+function call(callJson) {
+  lines = [];
+  used = 0;
+  truncated = false;
+  pending = undefined;
+  const c = parse(callJson);
+  const args = c.values;
+  for (let i = 0; i < c.missing.length; i++) args[c.missing[i]] = undefined;
+  let value;
+  try {
+    value = apply(target, undefined, args);
+  } catch (err) {
+    return envelope({ ok: false, kind: 'threw', error: describe(err) });
+  }
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return finish(value);
+  let promise;
+  try {
+    if (typeof value.then !== 'function') return finish(value);
+    promise = apply(promiseResolve, PromiseCtor, [value]);
+  } catch (err) {
+    return envelope({ ok: false, kind: 'threw', error: describe(err) });
+  }
+  const state = { text: undefined, notify: undefined };
+  pending = state;
+  const settle = (text) => {
+    state.text = text;
+    if (state.notify !== undefined) state.notify(text);
+  };
+  apply(promiseThen, promise, [
+    (v) => settle(finish(v)),
+    (err) => settle(envelope({ ok: false, kind: 'threw', error: describe(err) })),
+  ]);
+  return 'P';
+}
+
+function poll() {
+  return pending !== undefined && pending.text !== undefined ? pending.text : 'P';
+}
+
+function wait() {
+  const state = pending;
+  if (state === undefined) return 'P';
+  if (state.text !== undefined) return state.text;
+  return new PromiseCtor((resolve) => {
+    state.notify = resolve;
+  });
 }
 
 function drain() {
   return stringify({ lines, truncated });
 }
 
-return freeze({ invoke, drain });
+return freeze({ bind, call, poll, wait, drain });
 `

@@ -12,6 +12,7 @@ export function outcomeFromWire(wire: WireOutcome, workerPid: number): SandboxOu
     memoryBytes: wire.memoryBytes,
     workerPid,
   }
+  if (typeof wire.workerMs === 'number') outcome.workerMs = wire.workerMs
   if (wire.error) outcome.error = fromWireError(wire.error)
   if (wire.status === 'success' && typeof wire.resultJson === 'string') {
     try {

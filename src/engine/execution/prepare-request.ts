@@ -2,7 +2,7 @@ import { SvcError, isSvcError, validationFailed } from '../../core/errors.js'
 import type { ExecuteJob } from './ipc.js'
 import { sandboxFamilyOf } from './languages.js'
 import { checkPins } from './python-wheelhouse.js'
-import { bindArguments, parseSignature } from './signature.js'
+import { bindArguments, parseSignature, type SignatureParam } from './signature.js'
 import type { PipPin, SandboxRequest } from './types.js'
 
 const MAX_LIMITS = { timeoutMs: 86_400_000, memoryMb: 1_048_576, cpuMs: 86_400_000 } as const
@@ -16,13 +16,14 @@ export type PreparedRequest =
  * Checks a request and binds its arguments. Throws VALIDATION_FAILED for a request that cannot
  * be attempted (malformed fields, a language no sandbox runtime runs, arguments that are not JSON).
  */
-export function prepareRequest(req: SandboxRequest, maxLogBytes: number): PreparedRequest {
+export function prepareRequest(req: SandboxRequest, maxLogBytes: number, digestOf: (req: SandboxRequest) => string): PreparedRequest {
   if (typeof req !== 'object' || req === null) throw validationFailed('sandbox request must be an object')
   requireString(req.key, 'key', true)
   requireString(req.language, 'language', true)
   requireString(req.source, 'source', false)
   requireString(req.functionName, 'functionName', true)
   requireString(req.signature, 'signature', false)
+  if (req.context !== undefined && req.context !== 'warm' && req.context !== 'fresh') throw validationFailed("context must be 'warm' or 'fresh'")
   const family = sandboxFamilyOf(req.language)
   if (family === undefined) {
     throw new SvcError('VALIDATION_FAILED', `language '${req.language}' cannot be executed by this node`, {
@@ -45,6 +46,8 @@ export function prepareRequest(req: SandboxRequest, maxLogBytes: number): Prepar
     language: req.language.toLowerCase(),
     family,
     source: req.source,
+    sourceDigest: digestOf(req),
+    context: req.context ?? 'warm',
     functionName: req.functionName,
     limits: { timeoutMs: limits.timeoutMs, memoryMb: limits.memoryMb, cpuMs: limits.cpuMs },
     maxLogBytes,
@@ -68,12 +71,26 @@ export function prepareRequest(req: SandboxRequest, maxLogBytes: number): Prepar
 
   let bound
   try {
-    bound = bindArguments(parseSignature(req.signature), req.args)
+    bound = bindArguments(parsedSignature(req.signature), req.args)
   } catch (err) {
     if (isSvcError(err)) return { ok: false, error: err }
     throw err
   }
   return { ok: true, job: { ...common, argsJson: argumentsJson(bound.values), missingArgs: bound.missing } }
+}
+
+/** Parsed signatures, by their text (a function's signature is parsed once, not on every call). */
+const signatures = new Map<string, readonly SignatureParam[]>()
+const MAX_SIGNATURES = 4096
+
+function parsedSignature(signature: string): SignatureParam[] {
+  let params = signatures.get(signature)
+  if (params === undefined) {
+    params = Object.freeze(parseSignature(signature).map((p) => Object.freeze(p)))
+    if (signatures.size >= MAX_SIGNATURES) signatures.delete(signatures.keys().next().value as string)
+    signatures.set(signature, params)
+  }
+  return params as SignatureParam[]
 }
 
 function argumentsJson(values: unknown): string {

@@ -123,6 +123,13 @@ export interface CallSpec {
   timeoutMs: number
   memoryMb: number
   maxLogBytes: number
+  /** A warm function's dict (`newDict`), kept between its calls; undefined for fresh globals. */
+  instance?: PyHandle | undefined
+  /**
+   * Restore the builtins and the protected stdlib state before the call (false only when the
+   * previous call of this interpreter was the same warm function).
+   */
+  restore: boolean
 }
 
 /** Interrupter thread (CommonJS, evaluated by worker_threads): sets the interrupt buffer at the deadline. */
@@ -453,8 +460,8 @@ export class PythonInterpreter {
     return { code: answer as PyHandle }
   }
 
-  /** An empty dict for the modules of one dependency set (per tenant). */
-  newStash(): PyHandle {
+  /** An empty dict (the modules of one dependency set; a warm function's instance). */
+  newDict(): PyHandle {
     return this.py.toPy({}) as unknown as PyHandle
   }
 
@@ -496,12 +503,15 @@ export class PythonInterpreter {
     let answer: unknown
     let fault: string | undefined
     try {
-      // whatever an earlier call rebound in the prelude's namespace or the builtins is undone
-      // before any Python code runs (these are C-level dict operations)
+      // whatever an earlier call rebound in the prelude's namespace (and, unless the same warm
+      // function ran last, the builtins) is undone before any Python code runs (C-level dict
+      // operations)
       this.dict.clear(namespace)
       this.dict.update(namespace, namespaceCopy)
-      this.dict.clear(builtins)
-      this.dict.update(builtins, builtinsCopy)
+      if (spec.restore) {
+        this.dict.clear(builtins)
+        this.dict.update(builtins, builtinsCopy)
+      }
     } catch (err) {
       fault = err instanceof Error ? err.message : String(err)
     }
@@ -513,7 +523,7 @@ export class PythonInterpreter {
     if (fault === undefined) {
       timer.arm(spec.timeoutMs)
       try {
-        answer = this.fns.invoke(spec.code, spec.functionName, spec.argsJson, spec.site, spec.stash, spec.timeoutMs, spec.maxLogBytes)
+        answer = this.fns.invoke(spec.code, spec.functionName, spec.argsJson, spec.site, spec.stash, spec.timeoutMs, spec.maxLogBytes, spec.instance, spec.restore)
       } catch (err) {
         fault = err instanceof Error ? err.message : String(err)
       } finally {
@@ -538,7 +548,7 @@ export class PythonInterpreter {
     if (fault !== undefined) this.dispose()
     const run: InterpreterRun = { raw, wallTimeMs, cpuTimeMs: (cpu.user + cpu.system) / 1000, memoryBytes }
     if (fault !== undefined) run.fault = fault
-    else if (typeof answer === 'string') run.envelope = JSON.parse(answer) as Envelope
+    else if (typeof answer === 'string') run.envelope = envelopeOf(answer)
     else run.fault = 'the Python prelude returned no envelope'
     return run
   }
@@ -566,6 +576,12 @@ export class PythonInterpreter {
       throw err
     }
   }
+}
+
+/** The prelude's envelope: JSON, or `S` and the result's JSON (success without output). */
+function envelopeOf(answer: string): Envelope {
+  if (answer.charCodeAt(0) === 0x53 /* S */) return { ok: true, json: answer.slice(1), lines: [], used: 0, truncated: false }
+  return JSON.parse(answer) as Envelope
 }
 
 /** A Python exception surfaced by Pyodide (the interpreter is still usable). */

@@ -4,9 +4,13 @@
  *
  * - `prepare(source)` compiles a function's source: the code object (the worker keeps it per key),
  *   or the JSON of `{ kind: 'syntax', message }`.
- * - `invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes)` runs one call and
- *   returns the JSON envelope `{ ok, json?, kind?, error?, lines, used, truncated }`, where `kind`
- *   is `missing` | `args` | `threw` | `load` | `result` | `timeout` | `memory` | `unsupported`.
+ * - `invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes, instance, restore)` runs
+ *   one call and returns the JSON envelope `{ ok, json?, kind?, error?, lines, used, truncated }`
+ *   (a success without output: `S` followed by the result's JSON), where `kind` is `missing` | `args` | `threw` | `load` | `result` | `timeout` | `memory` |
+ *   `unsupported`. `instance` is the dict the worker keeps for a warm function (its module globals
+ *   and function, reused by its next call when no other function ran in between; emptied when a
+ *   call loads nothing or ends at a limit), None for a call in fresh globals; `restore` is False
+ *   when the previous call of the interpreter was this same warm function (see below).
  * - `install(staging, wheels_json)` unpacks wheels under /tmp (the worker moves the directory into
  *   /lib/svc-deps, where calls cannot write); `forget_site(site)` after the worker removed one.
  *
@@ -23,8 +27,15 @@
  *   limit is capped.
  *
  * Between calls of one tenant (tenants never share an interpreter: python-runtime.ts keeps one per
- * tenant, so nothing below is a boundary between tenants): before each call the worker restores this namespace and the builtins from its own
- * copies (C-level dict operations, before any Python runs); then `_enter` restores the attributes
+ * tenant, so nothing below is a boundary between tenants): before each call the worker restores
+ * this namespace from its own copy (a C-level dict operation, before any Python runs). When the
+ * previous call of the interpreter was the same warm function (the default context mode), that is
+ * all that is restored besides what the guards and limits rely on (streams, hooks, trace and
+ * profile functions, recursion and int-digit limits, the SIGINT handler, the environment,
+ * `sys.path`, the blocked modules): the function sees what its own earlier calls left, as in a
+ * warm process. Otherwise (another function ran in between, or the function asks for a fresh
+ * context) the function's module is loaded again in fresh globals, the worker also restores the
+ * builtins from its copy, and `_enter` restores the attributes
  * of the commonly used stdlib modules (`_PROTECTED_MODULE_NAMES`), the json and logging classes
  * and the prelude's classes, `sys.modules` (the baseline; modules a call imported are discarded
  * after it, except a dependency set's, kept per set), `sys` attributes, standard
@@ -39,7 +50,7 @@
  * tenant's interpreter and nothing of the host.
  */
 export const PYTHON_PRELUDE = String.raw`
-import builtins, sys, os, io, json, time, signal, inspect, importlib, traceback, operator, gc, types, posix, zipfile, shutil
+import builtins, sys, os, io, json, time, signal, _signal, inspect, importlib, traceback, operator, gc, types, posix, zipfile, shutil
 import json.encoder, json.decoder, json.scanner
 
 _FILENAME = 'function.py'
@@ -188,6 +199,7 @@ def _on_interrupt(signum, frame):
         raise KeyboardInterrupt('time limit')
 
 signal.signal(signal.SIGINT, _on_interrupt)
+_SIGINT = int(signal.SIGINT)
 
 def _no_scheduling(*args, **kwargs):
     raise RuntimeError('Python functions run without an event loop: nothing can be scheduled')
@@ -249,6 +261,12 @@ del _name
 # ---- the baseline, restored before every call ----
 
 _is = operator.is_
+import collections as _collections
+_deque = _collections.deque
+
+def _drain(iterator):
+    # runs an iterator of C calls to its end without a Python-level loop
+    _deque(iterator, 0)
 _MappingProxy = types.MappingProxyType
 
 def _Frozen(d):
@@ -353,15 +371,18 @@ def _origin(mod):
         origin = getattr(mod, '__file__', None)
     return origin if isinstance(origin, str) else None
 
-def _enter(site, stash):
+def _enter(site, stash, full=True):
     # Everything user code could have changed since the baseline, put back before it runs again.
-    # (The worker restores this namespace and the builtins from its own copies first.)
-    for live, snapshot in _snapshots:
-        _restore_dict(live, snapshot)
-    for cls, snapshot in _class_snapshots:
-        _restore_class(cls, snapshot)
+    # (The worker restores this namespace and the builtins from its own copies first.) Not full:
+    # the previous call of this interpreter was the same warm function, which sees the state its
+    # own calls left; only what the prelude's guards and limits rely on is put back.
     modules = sys.modules
-    _restore_dict(modules, _baseline_frozen)
+    if full:
+        for live, snapshot in _snapshots:
+            _restore_dict(live, snapshot)
+        for cls, snapshot in _class_snapshots:
+            _restore_class(cls, snapshot)
+        _restore_dict(modules, _baseline_frozen)
     (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__) = _streams
     (sys.displayhook, sys.excepthook, sys.breakpointhook, sys.unraisablehook) = _hooks
     if sys.gettrace() is not None:
@@ -372,7 +393,7 @@ def _enter(site, stash):
         _real_setrecursionlimit(_recursion_limit)
     if sys.get_int_max_str_digits() != _int_max_str_digits:
         sys.set_int_max_str_digits(_int_max_str_digits)
-    if signal.getsignal(signal.SIGINT) is not _on_interrupt:
+    if _signal.getsignal(_SIGINT) is not _on_interrupt:
         signal.signal(signal.SIGINT, _on_interrupt)
     if os.environ._data is not _env_data or _env_data != _env_snapshot:
         os.environ._data = _env_data
@@ -382,10 +403,10 @@ def _enter(site, stash):
         _env_data.update(_env_snapshot)
         for key, value in _env_snapshot.items():
             os.putenv(key, value)
-    _reset_shared_state()
+    if full:
+        _reset_shared_state()
     sys.path[:] = ([site] if site else []) + list(_BASE_PATH)
-    for name in _blocked_names:
-        modules.pop(name, None)
+    _drain(map(modules.pop, _blocked_names, _no_defaults))
     if stash:
         modules.update(stash)
 
@@ -395,14 +416,19 @@ def _leave(site, stash, keep_deps):
     modules = sys.modules
     prefix = site + '/' if site else None
     kept = {}
-    if not _same(modules, _baseline_user_view) and prefix and stash is not None and keep_deps:
+    untouched = _same(modules, _baseline_user_view)
+    if not untouched and prefix and stash is not None and keep_deps:
         for name, mod in list(modules.items()):
             if _baseline_modules.get(name) is mod:
                 continue
             origin = _origin(mod)
             if origin and origin.startswith(prefix):
                 kept[name] = mod
-    _restore_dict(modules, _baseline_frozen)
+    if untouched:
+        # the call imported and replaced nothing: only the blocked modules _enter took out return
+        modules.update(_blocked_items)
+    else:
+        _restore_dict(modules, _baseline_frozen)
     if stash is not None:
         stash.clear()
         stash.update(kept)
@@ -568,6 +594,7 @@ def _bind(fn, name, args):
         raise _ArgError(f"arguments do not match the signature {name}{sig}: {e}")
     return pos, rest
 
+_CoroutineType = types.CoroutineType
 _CO_VARARGS = inspect.CO_VARARGS
 _CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
 _FunctionType = type(_describe_params)
@@ -607,6 +634,12 @@ def _missing_error(fn, name, missing):
 
 def _bind_plain(fn, name, args, plan):
     positional, posonly, kwonly, var_pos, var_kw, accepted = plan
+    if type(args) is dict and var_pos is None and not kwonly and len(args) == len(positional):
+        # every parameter named, nothing else: the values in parameter order
+        try:
+            return [args[p] for p in positional], {}
+        except KeyError:
+            pass
     defaults = fn.__defaults__ or ()
     kwdefaults = fn.__kwdefaults__ or {}
     first_default = len(positional) - len(defaults)
@@ -700,15 +733,26 @@ def prepare(source):
 def _verdict(capture, streams, **fields):
     for s in streams:
         s.finish()
+    if fields.get('ok') is True and 'json' in fields and not capture.lines and not capture.truncated:
+        # the common answer, compactly: S and the result's JSON
+        return 'S' + fields['json']
     fields['lines'] = capture.lines
     fields['used'] = capture.used
     fields['truncated'] = capture.truncated
     return _envelope_dumps(fields)
 
 
-def invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes):
+def invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes, instance=None, restore=True):
+    # instance: the dict the worker keeps for a warm function (its module globals and function,
+    # kept between its consecutive calls; emptied when a call loads nothing or ends at a limit, and
+    # when the interpreter is restored), or None for a fresh call; restore: False when the previous
+    # call of this interpreter was this warm function
     _user[0] = False
-    _enter(site, stash)
+    _enter(site, stash, restore)
+    if restore and instance is not None:
+        # the interpreter was restored to the baseline (another function ran since): the module is
+        # loaded again, as what it imported at load time may have been restored away
+        instance.clear()
     capture = _Capture(max_log_bytes)
     out = _Stream(capture, 'log')
     err = _Stream(capture, 'error')
@@ -720,7 +764,14 @@ def invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes):
     phase = 'load'
     verdict = None
     result = None
-    g = {'__name__': '__svc_function__', '__builtins__': builtins}
+    fn = None
+    held = instance is not None and 'fn' in instance
+    if held:
+        g = instance['g']
+        fn = instance['fn']
+    else:
+        g = {'__name__': '__svc_function__', '__builtins__': builtins}
+    loaded = held
     _deadline[0] = time.monotonic() + timeout_ms / 1000.0
     sys.stdout = sys.__stdout__ = out
     sys.stderr = sys.__stderr__ = err
@@ -728,18 +779,20 @@ def invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes):
     _user[0] = True
     try:
         try:
-            exec(code, g)
-            fn = g.get(name)
+            if not held:
+                exec(code, g)
+                fn = g.get(name)
             if not callable(fn):
                 _user[0] = False
                 verdict = {'ok': False, 'kind': 'missing', 'error': {'name': 'NameError', 'message': f"the source does not define a function named '{name}'"}}
             else:
+                loaded = True
                 phase = 'args'
                 plan = _plan_of(fn)
                 a, kw = _bind(fn, name, args) if plan is None else _bind_plain(fn, name, args, plan)
                 phase = 'call'
                 result = fn(*a, **kw)
-                if inspect.iscoroutine(result):
+                if isinstance(result, _CoroutineType):
                     phase = 'await'
                     result = _drive(result)
         finally:
@@ -756,9 +809,11 @@ def invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes):
                 verdict = {'ok': False, 'kind': 'result', 'error': {'name': type(e).__name__, 'message': what}}
     except KeyboardInterrupt:
         keep_deps = False
+        loaded = False
         verdict = {'ok': False, 'kind': 'timeout'}
     except MemoryError as e:
         keep_deps = False
+        loaded = False
         verdict = {'ok': False, 'kind': 'memory', 'error': _describe(e)}
     except _ArgError as e:
         if phase == 'await':
@@ -770,7 +825,15 @@ def invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes):
     finally:
         _user[0] = False
         result = None
-        g.clear()
+        if instance is None:
+            g.clear()
+        elif loaded:
+            instance['g'] = g
+            instance['fn'] = fn
+        else:
+            instance.clear()
+            g.clear()
+        fn = None
         _leave(site, stash, keep_deps)
     return _verdict(capture, (out, err), **verdict)
 
@@ -818,6 +881,8 @@ _baseline_frozen = _Frozen(sys.modules)
 _blocked_names = tuple(n for n in sys.modules if n.partition('.')[0] in _BLOCKED)
 # sys.modules as user code sees it: the baseline without the blocked modules
 _baseline_user_view = _Frozen({n: m for n, m in sys.modules.items() if n not in _blocked_names})
+_blocked_items = tuple((n, sys.modules[n]) for n in _blocked_names)
+_no_defaults = (None,) * len(_blocked_names)
 _snapshots = tuple(
     (sys.modules[n].__dict__, _Frozen(sys.modules[n].__dict__))
     for n in _PROTECTED_MODULE_NAMES

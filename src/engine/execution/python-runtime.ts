@@ -10,20 +10,28 @@ import type { LogLine } from './types.js'
 const MAX_DEPENDENCY_SETS = 16
 const MAX_MESSAGE_CHARS = 2_000
 
-/** A key's compiled source: the code object in the worker's interpreter, held from here. */
+/**
+ * A key's compiled source (the code object in the worker's interpreter) and, for a warm function,
+ * its instance: the dict holding its module globals and function between calls.
+ */
 class PythonWarmEntry implements WarmEntry {
+  instance: PyHandle | undefined
+
   constructor(
     readonly interpreter: PythonInterpreter,
-    readonly source: string,
+    readonly sourceDigest: string,
     readonly code: PyHandle,
   ) {}
 
   dispose(): void {
-    try {
-      this.code.destroy()
-    } catch {
-      // the interpreter is gone
+    for (const handle of [this.instance, this.code]) {
+      try {
+        handle?.destroy()
+      } catch {
+        // the interpreter is gone
+      }
     }
+    this.instance = undefined
   }
 }
 
@@ -37,6 +45,8 @@ interface DependencySet {
 interface ScopeInterpreter {
   interpreter: PythonInterpreter
   sets: Map<string, DependencySet>
+  /** the warm key whose call the interpreter ran last, and that left it usable (undefined: restore) */
+  lastWarmKey: string | undefined
 }
 
 export interface PythonRuntimeInit {
@@ -70,6 +80,15 @@ export class PythonRuntime implements LanguageRuntime {
     return [...this.scopes.keys()]
   }
 
+  ready(job: ExecuteJob): boolean {
+    const scope = this.scopes.get(job.scope)
+    if (!scope?.interpreter.alive) return false
+    const held = this.warm.peek(job.key)
+    if (!(held instanceof PythonWarmEntry) || held.interpreter !== scope.interpreter || held.sourceDigest !== job.sourceDigest) return false
+    const pins = job.pipPins ?? []
+    return pins.length === 0 || scope.sets.has(lockDigest(pins))
+  }
+
   async execute(job: ExecuteJob, hooks: RunHooks): Promise<WireOutcome> {
     let scope: ScopeInterpreter
     try {
@@ -85,7 +104,7 @@ export class PythonRuntime implements LanguageRuntime {
       try {
         const set = this.installSet(scope, lockDigest(pins), pins)
         site = set.site
-        set.stash ??= interpreter.newStash()
+        set.stash ??= interpreter.newDict()
         stash = set.stash
       } catch (err) {
         this.releaseIfDead(job.scope, interpreter)
@@ -95,10 +114,11 @@ export class PythonRuntime implements LanguageRuntime {
 
     const held = this.warm.take(job.key)
     let entry: PythonWarmEntry
-    if (held instanceof PythonWarmEntry && held.interpreter === interpreter && held.source === job.source) {
+    if (held instanceof PythonWarmEntry && held.interpreter === interpreter && held.sourceDigest === job.sourceDigest) {
       entry = held
     } else {
       held?.dispose()
+      if (job.source === undefined) return failure(new SvcError('INTERNAL_ERROR', 'the sandbox worker has no source for the call'))
       let prepared: ReturnType<PythonInterpreter['prepare']>
       try {
         prepared = interpreter.prepare(job.source)
@@ -109,10 +129,12 @@ export class PythonRuntime implements LanguageRuntime {
       if ('syntax' in prepared) {
         return failure(new SvcError('VALIDATION_FAILED', `syntax error in the source: ${prepared.syntax}`, { details: { syntaxError: prepared.syntax } }))
       }
-      entry = new PythonWarmEntry(interpreter, job.source, prepared.code)
+      entry = new PythonWarmEntry(interpreter, job.sourceDigest, prepared.code)
     }
 
     hooks.onStarted()
+    const warm = job.context !== 'fresh'
+    if (warm) entry.instance ??= interpreter.newDict()
     const run = interpreter.run({
       code: entry.code,
       functionName: job.functionName,
@@ -122,7 +144,12 @@ export class PythonRuntime implements LanguageRuntime {
       timeoutMs: job.limits.timeoutMs,
       memoryMb: job.limits.memoryMb,
       maxLogBytes: job.maxLogBytes,
+      instance: warm ? entry.instance : undefined,
+      restore: !warm || scope.lastWarmKey !== job.key,
     })
+    // the next call of this key may skip the restore only after a call that ended normally
+    const kind = run.envelope?.kind
+    scope.lastWarmKey = warm && run.envelope !== undefined && kind !== 'timeout' && kind !== 'memory' && kind !== 'load' && kind !== 'missing' ? job.key : undefined
     if (interpreter.alive) this.warm.put(job.key, entry)
     else entry.dispose()
     if (!interpreter.alive || interpreter.retiring) this.release(job.scope, interpreter)
@@ -149,7 +176,7 @@ export class PythonRuntime implements LanguageRuntime {
     } catch (err) {
       throw new SvcError('INTERNAL_ERROR', `the Python runtime could not be loaded: ${err instanceof Error ? err.message : String(err)}`)
     }
-    const scope: ScopeInterpreter = { interpreter, sets: new Map() }
+    const scope: ScopeInterpreter = { interpreter, sets: new Map(), lastWarmKey: undefined }
     this.scopes.set(scopeName, scope)
     return scope
   }

@@ -16,6 +16,15 @@ export interface RunHooks {
  */
 export interface LanguageRuntime {
   execute(job: ExecuteJob, hooks: RunHooks): Promise<WireOutcome>
+  /**
+   * Whether the call can start at once, without its source: the runtime holds the key's source
+   * (by `sourceDigest`) compiled and, for Python, the scope's interpreter and dependencies.
+   */
+  ready(job: ExecuteJob): boolean
+  /** The worker answered and has no call: a runtime may prepare for the next one. */
+  idle?(): void
+  /** Releases what the runtime holds outside the warm LRU (the worker is exiting). */
+  dispose?(): void
   /** Scopes (tenants) this runtime holds warm state for, beyond per-key entries (Python interpreters). */
   warmScopes?(): string[]
 }

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto'
 import { SvcError, validationFailed } from '../../core/errors.js'
+import { LruCache } from '../lru.js'
 import type { ExecuteJob } from './ipc.js'
 import { failedOutcome, outcomeFromWire } from './outcome.js'
 import { prepareRequest } from './prepare-request.js'
@@ -8,6 +10,7 @@ import { describeExit, WorkerProcess, type RunResult, type WorkerExit } from './
 const DEFAULT_KILL_GRACE_MS = 100
 const DEFAULT_PYTHON_KILL_GRACE_MS = 1_000
 const DEFAULT_PYTHON_INTERPRETERS_PER_WORKER = 4
+const DEFAULT_MAX_SOURCE_CHARS = 32 * 1024 * 1024
 /** Time a stopping worker gets to exit on its own before it is SIGKILLed. */
 const SHUTDOWN_GRACE_MS = 1_000
 const RESPAWN_BACKOFF_MAX_MS = 5_000
@@ -43,6 +46,8 @@ class SandboxPool implements Sandbox {
   private readonly killGraceMs: number
   private readonly pythonKillGraceMs: number
   private readonly pythonInterpreters: number
+  /** the source digest of each recent key, recomputed only when its source or language changes */
+  private readonly digests = new LruCache<{ language: string; source: string; digest: string }>(4096, () => undefined)
 
   constructor(private readonly init: SandboxInit) {
     for (const field of ['workers', 'maxWarmIsolatesPerWorker', 'maxLogBytes', 'queueLimit'] as const) {
@@ -55,6 +60,8 @@ class SandboxPool implements Sandbox {
     for (const [field, value] of [['killGraceMs', this.killGraceMs], ['pythonKillGraceMs', this.pythonKillGraceMs]] as const) {
       if (!Number.isFinite(value) || value < 0) throw validationFailed(`sandbox ${field} must be ≥ 0`)
     }
+    const sourceChars = init.maxSourceCharsPerWorker
+    if (sourceChars !== undefined && (!Number.isInteger(sourceChars) || sourceChars < 0)) throw validationFailed('sandbox maxSourceCharsPerWorker must be an integer ≥ 0')
     this.pythonInterpreters = init.pythonInterpretersPerWorker ?? DEFAULT_PYTHON_INTERPRETERS_PER_WORKER
     if (!Number.isInteger(this.pythonInterpreters) || this.pythonInterpreters < 1) throw validationFailed('sandbox pythonInterpretersPerWorker must be an integer ≥ 1')
     for (const field of ['pythonWheelhouse', 'pythonWheelCache'] as const) {
@@ -90,7 +97,7 @@ class SandboxPool implements Sandbox {
 
   async execute(req: SandboxRequest): Promise<SandboxOutcome> {
     if (this.state !== 'running') throw unavailable(`the sandbox is ${this.state === 'new' ? 'not started' : this.state}`)
-    const prepared = prepareRequest(req, this.init.maxLogBytes)
+    const prepared = prepareRequest(req, this.init.maxLogBytes, (r) => this.sourceDigest(r))
     if (!prepared.ok) return failedOutcome('error', prepared.error, 0)
     if (!this.hasIdleWorker() && this.queue.length >= this.init.queueLimit) {
       throw unavailable('the sandbox queue is full', 1)
@@ -99,6 +106,15 @@ class SandboxPool implements Sandbox {
       this.queue.push({ job: prepared.job, retries: 0, resolve, reject })
       this.pump()
     })
+  }
+
+  /** SHA-256 of the language and source of a request: how a worker that has the source names it. */
+  private sourceDigest(req: SandboxRequest): string {
+    const known = this.digests.peek(req.key)
+    if (known && known.source === req.source && known.language === req.language) return known.digest
+    const digest = createHash('sha256').update(req.language).update('\0').update(req.source).digest('hex')
+    this.digests.put(req.key, { language: req.language, source: req.source, digest })
+    return digest
   }
 
   stats(): SandboxStats {
@@ -153,6 +169,7 @@ class SandboxPool implements Sandbox {
         maxWarmIsolates: this.init.maxWarmIsolatesPerWorker,
         maxPythonInterpreters: this.pythonInterpreters,
         pythonWheelDirs: [this.init.pythonWheelhouse, this.init.pythonWheelCache].filter((d): d is string => d !== undefined),
+        maxSourceChars: this.init.maxSourceCharsPerWorker ?? DEFAULT_MAX_SOURCE_CHARS,
       },
       killGraceMs: this.killGraceMs,
       pythonKillGraceMs: this.pythonKillGraceMs,

@@ -38,6 +38,12 @@ export interface SandboxRequest {
   language: string
   /** Original source text; a script or an ES module that defines `functionName`. */
   source: string
+  /**
+   * `warm` (default): the key's calls share one instance, so module state persists between calls
+   * of the key (never across keys: one isolate, and for Python one interpreter per tenant, per
+   * key); `fresh`: every call gets a new context (JavaScript) or new module globals (Python).
+   */
+  context?: 'warm' | 'fresh'
   /** Name of the function the source defines (or exports; a module's default export is the fallback). */
   functionName: string
   /**
@@ -87,6 +93,8 @@ export interface SandboxOutcome {
   memoryBytes: number
   /** Worker process that ran the call (0 when the request never reached a worker). */
   workerPid: number
+  /** Time the worker spent on the call, from receiving it to answering (the rest was queueing and IPC). */
+  workerMs?: number
 }
 
 /** State of one worker process, as seen by the supervisor. */
@@ -144,6 +152,11 @@ export interface SandboxInit {
   maxLogBytes: number
   /** Requests that may wait for a worker; beyond it `execute` throws SERVICE_UNAVAILABLE. */
   queueLimit: number
+  /**
+   * Source text (UTF-16 code units) each worker keeps by digest, so that calls need not carry it
+   * (default 32 Mi). A worker without a call's source asks the supervisor for it.
+   */
+  maxSourceCharsPerWorker?: number
   /** Extra time after `timeoutMs` before an unresponsive worker is SIGKILLed (default 100). */
   killGraceMs?: number
   /**

@@ -3,7 +3,8 @@ import { createRequire } from 'node:module'
 import { dirname, extname, join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { isWorkerMessage, type ExecuteJob, type SupervisorMessage, type WireOutcome, type WorkerConfig } from './ipc.js'
+import { isWorkerMessage, sourceCapacity, type ExecuteJob, type SupervisorMessage, type WireOutcome, type WorkerConfig } from './ipc.js'
+import { LruCache } from '../lru.js'
 import type { SandboxLogger } from './types.js'
 
 /** Time a call may spend before its time-limited part starts (isolate creation, transpiling, compiling). */
@@ -26,6 +27,8 @@ export function workerEntry(): { path: string; execArgv: string[] } {
   // fire before deep Python recursion overflows the stack Pyodide runs on; isolated-vm sets its
   // isolates' stack limits from their own threads.
   const execArgv = ['--no-node-snapshot', '--disallow-code-generation-from-strings', '--stack-size=3000']
+  // a daemon started with `node --cpu-prof` (bench/profile.js) profiles its workers too
+  execArgv.push(...process.execArgv.filter((a) => a.startsWith('--cpu-prof')))
   if (ext === '.ts' || ext === '.mts') execArgv.push('--import', tsxLoader())
   return { path: join(dirname(here), `worker${ext}`), execArgv }
 }
@@ -63,10 +66,12 @@ export type RunResult =
 
 interface Running {
   id: number
+  job: ExecuteJob
   started: boolean
   startedAt: number
   timeoutMs: number
   killGraceMs: number
+  prepareAllowanceMs: number
   watchdog: NodeJS.Timeout
   settle(result: RunResult): void
 }
@@ -85,9 +90,12 @@ export class WorkerProcess {
   private expectedExit = false
   private becameReady = false
   private readonly child: ChildProcess
+  /** digests of the sources this worker was sent (it keeps as many; a miss is asked back) */
+  private readonly sentSources: LruCache<true>
 
   constructor(private readonly options: WorkerProcessOptions) {
     const entry = workerEntry()
+    this.sentSources = new LruCache<true>(sourceCapacity(options.config.maxWarmIsolates), () => undefined)
     this.child = fork(entry.path, [JSON.stringify(options.config)], {
       execArgv: entry.execArgv,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -138,6 +146,8 @@ export class WorkerProcess {
         this.becameReady = true
         markReady()
       } else if (message.type === 'started') this.onStarted(message.id)
+      else if (message.type === 'preparing') this.onPreparing(message.id)
+      else if (message.type === 'need-source') this.onNeedSource(message.id)
       else if (message.type === 'result') this.onResult(message.id, message.outcome, message.warmKeys, message.warmScopes)
     })
   }
@@ -162,19 +172,29 @@ export class WorkerProcess {
 
   /**
    * Runs one call. Never rejects: a worker that dies or is killed by the watchdog (after
-   * `timeoutMs` + kill grace without an answer) yields `killed` or `lost`.
+   * `timeoutMs` + kill grace without an answer) yields `killed` or `lost`. The source travels only
+   * when this worker was not sent it before. A call of a key the worker holds warm starts at once:
+   * its watchdog is armed for the time limit right away (the worker says `preparing` if it must
+   * prepare after all); any other call gets the preparation allowance until the worker says
+   * `started`.
    */
   run(id: number, job: ExecuteJob): Promise<RunResult> {
     if (!this.idle) throw new Error(`sandbox worker ${this.pid} is not idle`)
     const timeoutMs = job.limits.timeoutMs
+    const python = job.family === 'python'
+    const warm = this.warmKeys.has(job.key)
+    const killGraceMs = python ? this.options.pythonKillGraceMs : this.options.killGraceMs
+    const prepareAllowanceMs = python ? PYTHON_PREPARE_ALLOWANCE_MS : PREPARE_ALLOWANCE_MS
     return new Promise<RunResult>((resolve) => {
       const running: Running = {
         id,
-        started: false,
+        job,
+        started: warm,
         startedAt: Date.now(),
         timeoutMs,
-        killGraceMs: job.family === 'python' ? this.options.pythonKillGraceMs : this.options.killGraceMs,
-        watchdog: this.arm(timeoutMs + (job.family === 'python' ? PYTHON_PREPARE_ALLOWANCE_MS : PREPARE_ALLOWANCE_MS)),
+        killGraceMs,
+        prepareAllowanceMs,
+        watchdog: this.arm(timeoutMs + (warm ? killGraceMs : prepareAllowanceMs)),
         settle: (result) => {
           if (this.running !== running) return
           clearTimeout(running.watchdog)
@@ -184,7 +204,9 @@ export class WorkerProcess {
         },
       }
       this.running = running
-      this.send({ type: 'execute', id, job })
+      const sendSource = job.source !== undefined && !this.sentSources.has(job.sourceDigest)
+      if (job.source !== undefined) this.sentSources.put(job.sourceDigest, true)
+      this.send({ type: 'execute', id, job: sendSource || job.source === undefined ? job : { ...job, source: undefined }, timed: warm })
     })
   }
 
@@ -219,6 +241,26 @@ export class WorkerProcess {
     return setTimeout(() => this.onWatchdog(), ms)
   }
 
+  private onPreparing(id: number): void {
+    const running = this.running
+    if (!running || running.id !== id) return
+    running.started = false
+    clearTimeout(running.watchdog)
+    running.watchdog = this.arm(running.timeoutMs + running.prepareAllowanceMs)
+  }
+
+  /** The worker no longer has the call's source: send the call again, with it. */
+  private onNeedSource(id: number): void {
+    const running = this.running
+    if (!running || running.id !== id) return
+    if (running.job.source === undefined) {
+      running.settle({ kind: 'lost', started: false, reason: 'the worker lacks the source and none was given', elapsedMs: this.elapsed(running) })
+      return
+    }
+    this.sentSources.put(running.job.sourceDigest, true)
+    this.send({ type: 'execute', id, job: running.job, timed: running.started })
+  }
+
   private onStarted(id: number): void {
     const running = this.running
     if (!running || running.id !== id || running.started) return
@@ -228,9 +270,10 @@ export class WorkerProcess {
     running.watchdog = this.arm(running.timeoutMs + running.killGraceMs)
   }
 
-  private onResult(id: number, outcome: WireOutcome, warmKeys: unknown[], warmScopes: unknown[]): void {
-    this.warmKeys = new Set(warmKeys.filter((k): k is string => typeof k === 'string'))
-    this.warmScopes = new Set(warmScopes.filter((k): k is string => typeof k === 'string'))
+  private onResult(id: number, outcome: WireOutcome, warmKeys: unknown[] | undefined, warmScopes: unknown[] | undefined): void {
+    // each list comes only when it changed
+    if (warmKeys) this.warmKeys = new Set(warmKeys.filter((k): k is string => typeof k === 'string'))
+    if (warmScopes) this.warmScopes = new Set(warmScopes.filter((k): k is string => typeof k === 'string'))
     const running = this.running
     if (running && running.id === id) running.settle({ kind: 'done', outcome })
   }

@@ -104,9 +104,8 @@ export class ExecutionService {
   }
 
   /** A failed outcome when a pinned wheel stays unavailable (before any code runs), else undefined. */
-  private async provideWheels(fn: FunctionVersion): Promise<SandboxOutcome | undefined> {
-    const pins = pipPinsOf(fn)
-    if (this.c.wheels === undefined || pins.length === 0) return undefined
+  private async provideWheels(pins: PipPin[]): Promise<SandboxOutcome | undefined> {
+    if (this.c.wheels === undefined) return undefined
     try {
       await this.c.wheels.provide(pins)
       return undefined
@@ -134,17 +133,20 @@ export class ExecutionService {
     const execution_id = id ?? timeOrderedId('ex_')
     const started_at = new Date().toISOString()
     const language = fn.language.toLowerCase()
-    const outcome = await this.provideWheels(fn) ?? await this.c.sandbox.execute({
+    const pins = pipPinsOf(fn)
+    const refused = pins.length > 0 ? await this.provideWheels(pins) : undefined
+    const outcome = refused ?? await this.c.sandbox.execute({
       key: `${fn.tenant_id}/${fn.rufid_short}/v${fn.version}`,
       tenant: fn.tenant_id,
       language: fn.language,
       source: fn.source_code,
+      context: contextModeOf(fn),
       functionName: fn.function_name,
       signature: fn.signature,
       args,
       limits: this.limitsFor(fn),
       // the lockfile's exact pip pins (Python installs exactly these from the node's wheelhouse)
-      dependencies: { pip: pipPinsOf(fn) },
+      dependencies: { pip: pins },
     })
     const status: ExecutionStatus = outcome.status
     const record: ExecutionRecord = {
@@ -163,7 +165,8 @@ export class ExecutionService {
       const err = outcome.error ?? new SvcError('EXECUTION_FAILED', 'execution failed')
       record.error = { code: err.code, name: err.name, message: err.message, details: err.details }
     }
-    await this.c.store.putExecution(record, await this.recordUsage(fn, record))
+    // group-committed: readable at once, written within the store's flush period (see CatalogStore)
+    await this.c.store.putExecution(record, this.recordUsage(record, this.stats.get(statsKey(fn)) ?? await this.loadStats(fn)))
     this.c.metrics.functionExecutions.inc({ language, status })
     this.c.metrics.functionExecutionDuration.observe({ language }, outcome.wallTimeMs / 1000)
     if (record.error) this.c.metrics.functionErrors.inc({ code: String(record.error.code) })
@@ -207,8 +210,7 @@ export class ExecutionService {
     return stats
   }
 
-  private async recordUsage(fn: FunctionVersion, record: ExecutionRecord): Promise<FunctionStats> {
-    const stats = await this.loadStats(fn)
+  private recordUsage(record: ExecutionRecord, stats: FunctionStats): FunctionStats {
     stats.usage_count++
     if (record.status === 'success') stats.success_count++
     stats.total_execution_time_ms += record.execution_time_ms ?? 0
@@ -244,6 +246,12 @@ function normalizeArguments(args: unknown): Record<string, unknown> | unknown[] 
   throw validationFailed('arguments must be an object of named arguments or an array', [
     { pointer: '/arguments', message: 'must be an object or an array' },
   ])
+}
+
+/** The manifest's `execution.context` (svc-node extension): `warm` unless the function asks for `fresh`. */
+export function contextModeOf(fn: FunctionVersion): 'warm' | 'fresh' {
+  const execution = (fn.manifest as { execution?: { context?: unknown } } | null)?.execution
+  return execution?.context === 'fresh' ? 'fresh' : 'warm'
 }
 
 function pipPinsOf(fn: FunctionVersion): PipPin[] {

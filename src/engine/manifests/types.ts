@@ -25,6 +25,14 @@ export interface FunctionManifest {
   environment?: Record<string, 'required' | 'optional'>
   scripts?: Record<string, string>
   metadata?: Record<string, unknown>
+  /** svc-node extension: how the node runs the function */
+  execution?: {
+    /**
+     * `warm` (default): calls of one function version share a warm instance (module state
+     * persists between them, never across versions or tenants); `fresh`: a new context per call.
+     */
+    context?: 'warm' | 'fresh'
+  }
 }
 
 /** One dependency pinned to an exact version, with the index it was resolved against. */

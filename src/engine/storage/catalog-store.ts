@@ -2,6 +2,7 @@ import type { AbstractBatchOperation, AbstractLevel, AbstractSublevel } from 'ab
 import { SvcError } from '../../core/errors.js'
 import type { BranchHead, BranchMove } from '../branches/types.js'
 import type { ExecutionRecord, FunctionStats, FunctionVersion, LedgerEntry } from '../types.js'
+import { GroupCommit, type JsonSublevel, type QueuedPut } from './group-commit.js'
 
 /** Format of what this code writes. Bump it with a migration when the layout changes. */
 export const DATA_FORMAT_VERSION = 1
@@ -34,6 +35,18 @@ export interface CatalogStoreComponents {
   db: LevelDatabase
 }
 
+export interface CatalogStoreInit {
+  /**
+   * Execution records and usage statistics are group-committed: acknowledged at once and written
+   * together within this many ms (default 5). 0: each is written before `putExecution` resolves.
+   * Catalog writes (versions, ledger, branch heads) are never delayed and always synced.
+   */
+  executionFlushMs?: number
+}
+
+/** The default of `CatalogStoreInit.executionFlushMs`. */
+export const DEFAULT_EXECUTION_FLUSH_MS = 5
+
 export interface NewVersionWrite {
   fn: FunctionVersion
   ledger: LedgerEntry
@@ -55,8 +68,8 @@ export interface BranchMoveWrite {
  * - `functions`: FunctionVersion by `tenant:hash:version`;
  * - `function_version_ledger`: LedgerEntry by `tenant:function_name:version`;
  * - `digests`: content digest by short hash (collision detection across the node);
- * - `executions`: ExecutionRecord by execution id (time-ordered ids);
- * - `function_stats`: FunctionStats by `tenant:hash:version`, written with each execution;
+ * - `executions`: ExecutionRecord by execution id (time-ordered ids), group-committed;
+ * - `function_stats`: FunctionStats by `tenant:hash:version`, written with the executions;
  * - `branch_heads`: BranchHead by `tenant:function_name:branch` (derived: rebuildable from the ledger).
  */
 export class CatalogStore {
@@ -69,9 +82,12 @@ export class CatalogStore {
   private readonly stats: Json
   private readonly heads: Json
   private started = false
+  /** execution records and statistics waiting to be written */
+  private readonly executionLog: GroupCommit
 
-  constructor(components: CatalogStoreComponents) {
+  constructor(components: CatalogStoreComponents, init: CatalogStoreInit = {}) {
     this.db = components.db
+    this.executionLog = new GroupCommit({ flushMs: init.executionFlushMs ?? DEFAULT_EXECUTION_FLUSH_MS }, { db: this.db })
     const json = { valueEncoding: 'json' as const }
     this.meta = this.db.sublevel<string, unknown>('meta', json) as Json
     this.functions = this.db.sublevel<string, unknown>('functions', json) as Json
@@ -100,10 +116,20 @@ export class CatalogStore {
     this.started = true
   }
 
+  /** Writes the execution records still waiting, then closes the database. */
   async stop(): Promise<void> {
     if (!this.started) return
     this.started = false
-    await this.db.close()
+    try {
+      await this.executionLog.flush()
+    } finally {
+      await this.db.close()
+    }
+  }
+
+  /** Writes the execution records and statistics still waiting; resolves when they are written. */
+  flushExecutions(): Promise<void> {
+    return this.executionLog.flush()
   }
 
   get isOpen(): boolean {
@@ -230,21 +256,22 @@ export class CatalogStore {
     }
   }
 
-  /** Stores an execution record and, when given, the function's updated usage statistics. */
   /** Every function version of every tenant (tombstones included), in key order. */
   async *allFunctions(): AsyncGenerator<FunctionVersion> {
     for await (const value of this.functions.values()) yield value as FunctionVersion
   }
 
-  async putExecution(record: ExecutionRecord, stats?: FunctionStats): Promise<void> {
-    if (stats === undefined) {
-      await this.executions.put(record.execution_id, record)
-      return
+  /**
+   * Stores an execution record and, when given, the function's updated usage statistics. They are
+   * group-committed (see `CatalogStoreInit.executionFlushMs`): readable at once through this store,
+   * written within the flush period.
+   */
+  putExecution(record: ExecutionRecord, stats?: FunctionStats): Promise<void> {
+    const puts: QueuedPut[] = [{ sublevel: this.executions as JsonSublevel, key: record.execution_id, value: record }]
+    if (stats !== undefined) {
+      puts.push({ sublevel: this.stats as JsonSublevel, key: functionKey(record.tenant_id, record.rufid_short, record.version), value: stats })
     }
-    await this.write([
-      { type: 'put', sublevel: this.executions, key: record.execution_id, value: record },
-      { type: 'put', sublevel: this.stats, key: functionKey(record.tenant_id, record.rufid_short, record.version), value: stats },
-    ], false)
+    return this.executionLog.write(puts)
   }
 
   /** One atomic batch across sublevels; `sync` waits for the write to reach the disk. */
@@ -253,19 +280,25 @@ export class CatalogStore {
   }
 
   async getStats(tenant: string, short: string, version: number): Promise<FunctionStats | undefined> {
-    return (await this.stats.get(functionKey(tenant, short, version))) as FunctionStats | undefined
+    const key = functionKey(tenant, short, version)
+    const queued = this.executionLog.peek(this.stats as JsonSublevel, key)
+    if (queued !== undefined) return queued as FunctionStats
+    return (await this.stats.get(key)) as FunctionStats | undefined
   }
 
   async getExecution(id: string): Promise<ExecutionRecord | undefined> {
+    const queued = this.executionLog.peek(this.executions as JsonSublevel, id)
+    if (queued !== undefined) return queued as ExecutionRecord
     return (await this.executions.get(id)) as ExecutionRecord | undefined
   }
 
-  /** Executions whose ids (time-ordered) fall in [fromId, toId). */
+  /** Executions whose ids (time-ordered) fall in [fromId, toId) (the waiting ones are written first). */
   async *executionsBetween(fromId: string, toId: string): AsyncGenerator<ExecutionRecord> {
+    await this.executionLog.flush()
     for await (const value of this.executions.values({ gte: fromId, lt: toId })) yield value as ExecutionRecord
   }
 }
 
-export function createCatalogStore(components: CatalogStoreComponents): CatalogStore {
-  return new CatalogStore(components)
+export function createCatalogStore(components: CatalogStoreComponents, init: CatalogStoreInit = {}): CatalogStore {
+  return new CatalogStore(components, init)
 }

@@ -205,6 +205,14 @@ return {
     })
   })
 
+  it('gives each call of one key a fresh interpreter state in fresh-context mode', async () => {
+    const source = `def f(mode):\n    if mode == 'write':\n${writer.split('\n').map((l) => `        ${l}`).join('\n')}\n${reader.split('\n').map((l) => `    ${l}`).join('\n')}\n`
+    const w = await sandbox.execute(py('iso/fresh-same', source, { signature: '(mode)', args: { mode: 'write' }, context: 'fresh' }))
+    expect(w.result).toBe('written')
+    const r = await sandbox.execute(py('iso/fresh-same', source, { signature: '(mode)', args: { mode: 'read' }, context: 'fresh' }))
+    expect(r.result).toMatchObject({ len: 2, leaked_builtin: false, sys_attr: false, json: '{"a": 1}', handlers: 0, module: false, global: false, tmp: [] })
+  })
+
   it('routes logging of a later call to that call', async () => {
     await sandbox.execute(pyBody('iso/log-config', 'import logging\nlogging.basicConfig(level=logging.INFO)\nlogging.info("first")\nreturn 1'))
     const out = await sandbox.execute(pyBody('iso/log-use', 'import logging\nlogging.basicConfig(level=logging.INFO)\nlogging.warning("second")\nreturn 2'))
@@ -225,6 +233,59 @@ return {
     expect(js.result).toBe('undefined')
     expect(python.result).toBe(4)
     expect(js.workerPid).toBe(python.workerPid)
+  })
+})
+
+describe('warm functions (the default context mode)', () => {
+  const counter = 'count = 0\ndef f():\n    global count\n    count += 1\n    return count\n'
+
+  it("keep their module globals between consecutive calls of the key, and nobody else's", async () => {
+    const results = []
+    for (let i = 0; i < 3; i++) results.push((await sandbox.execute(py('warm/counter', counter))).result)
+    expect(results).toEqual([1, 2, 3])
+    // another key with the same source has its own globals; once it ran, the interpreter is
+    // restored to the baseline and the first key's module is loaded again
+    expect((await sandbox.execute(py('warm/counter-2', counter))).result).toBe(1)
+    expect((await sandbox.execute(py('warm/counter', counter))).result).toBe(1)
+    expect((await sandbox.execute(py('warm/counter', counter))).result).toBe(2)
+    // another tenant never sees them
+    expect((await sandbox.execute(py('other-tenant/counter', counter, { tenant: 'other-tenant' }))).result).toBe(1)
+  })
+
+  it('see what their own calls changed in the interpreter until another function runs, which finds it restored', async () => {
+    const source = "import json, builtins\ndef f(mode):\n    if mode == 'write':\n        json.dumps = lambda *a, **k: 'patched'\n        builtins.leaked = 1\n    return [json.dumps({'a': 1}), hasattr(builtins, 'leaked')]\n"
+    const call = (key: string, mode: string) => sandbox.execute(py(key, source, { signature: '(mode)', args: { mode } }))
+    expect((await call('warm/patch', 'write')).result).toEqual(['patched', true])
+    expect((await call('warm/patch', 'read')).result).toEqual(['patched', true])
+    expect((await call('warm/other', 'read')).result).toEqual(['{"a": 1}', false])
+    // the warm function runs again after another one: the baseline was restored in between
+    expect((await call('warm/patch', 'read')).result).toEqual(['{"a": 1}', false])
+  })
+
+  it("cannot switch off the time limit or the recursion cap for their own next call", async () => {
+    const source = "import signal, sys\ndef f(mode):\n    if mode == 'disarm':\n        signal.signal(signal.SIGINT, signal.SIG_IGN)\n        sys.setrecursionlimit(50)\n        return 'disarmed'\n    if mode == 'limit':\n        return sys.getrecursionlimit()\n    while True:\n        pass\n"
+    const limits = { timeoutMs: 300, memoryMb: 32, cpuMs: 5_000 }
+    const call = (mode: string) => sandbox.execute(py('warm/disarm', source, { signature: '(mode)', args: { mode }, limits }))
+    const disarmed = await call('disarm')
+    expect(disarmed.result).toBe('disarmed')
+    expect((await call('limit')).result).toBeGreaterThanOrEqual(1000)
+    await call('disarm')
+    const restarts = sandbox.stats().restarts
+    const spun = await call('spin')
+    expect(spun.error?.code).toBe(1004)
+    // ended by the interrupt, not by the watchdog killing the worker
+    expect(sandbox.stats().restarts).toBe(restarts)
+    expect((await call('limit')).workerPid).toBe(disarmed.workerPid)
+  })
+
+  it('are discarded after a timeout: the next call loads the source again', async () => {
+    const source = "count = 0\ndef f(spin):\n    global count\n    count += 1\n    while spin:\n        pass\n    return count\n"
+    const limits = { timeoutMs: 300, memoryMb: 32, cpuMs: 5_000 }
+    const call = (spin: boolean) => sandbox.execute(py('warm/timeout', source, { signature: '(spin)', args: { spin }, limits }))
+    expect((await call(false)).result).toBe(1)
+    expect((await call(false)).result).toBe(2)
+    expect((await call(true)).error?.code).toBe(1004)
+    expect((await call(false)).result).toBe(1)
   })
 })
 

@@ -80,6 +80,20 @@ describe('warm isolates', () => {
     expect(sandbox.stats().warmIsolates).toBe(2)
   })
 
+  it('sends a source once per worker, and sends it again when the worker no longer has it', async () => {
+    // the worker keeps 64 characters of source and one warm isolate: after key b ran, key a's
+    // source and isolate are both gone, while the supervisor still counts the source as sent
+    const sandbox = await open({ workers: 1, maxWarmIsolatesPerWorker: 1, maxSourceCharsPerWorker: 64 })
+    const a = request({ key: 'src/a', source: 'function add(a, b) { return a + b } // a', args: { a: 1, b: 2 } })
+    const b = request({ key: 'src/b', source: 'function add(a, b) { return a * b } // b', args: { a: 3, b: 4 } })
+    for (const [req, result] of [[a, 3], [b, 12], [a, 3], [a, 3], [b, 12]] as const) {
+      const out = await sandbox.execute(req)
+      expect(out.error?.message).toBeUndefined()
+      expect(out.result).toBe(result)
+    }
+    expect(sandbox.stats().restarts).toBe(0)
+  })
+
   it('works without warm isolates', async () => {
     const sandbox = await open({ workers: 1, maxWarmIsolatesPerWorker: 0 })
     expect((await sandbox.execute(request())).result).toBe(5)

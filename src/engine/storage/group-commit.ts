@@ -1,0 +1,136 @@
+import type { AbstractBatchOperation, AbstractSublevel } from 'abstract-level'
+import type { LevelDatabase } from './catalog-store.js'
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type JsonSublevel = AbstractSublevel<LevelDatabase, any, string, any>
+
+/** One queued put. */
+export interface QueuedPut {
+  sublevel: JsonSublevel
+  key: string
+  value: unknown
+}
+
+export interface GroupCommitInit {
+  /**
+   * The longest a queued put waits before its batch is written (ms). 0 turns queueing off: every
+   * `write` is one batch, awaited by its caller.
+   */
+  flushMs: number
+  /** A batch is written at once when this many puts wait. */
+  maxBatch?: number
+  /**
+   * Puts allowed to wait at once; beyond it, `write` waits for the batch (back-pressure when the
+   * disk falls behind), so what a crash can lose stays bounded.
+   */
+  maxPending?: number
+}
+
+const DEFAULT_MAX_BATCH = 512
+const DEFAULT_MAX_PENDING = 4096
+const RETRY_MS = 50
+
+/**
+ * Group commit for records that may be acknowledged before they reach LevelDB (execution records,
+ * usage statistics, audit entries): puts wait in memory for at most `flushMs` and are written
+ * together, one LevelDB batch (not synced, as these records always were) at a time and in order.
+ * A queued put is visible to `peek` at once, so a reader sees its own writes; a range reader calls
+ * `flush` first. A later put of the same key replaces a queued one. What a crash of the process
+ * can lose is what waits here: the puts of the last `flushMs` (and the batch being written), never
+ * more than `maxPending`. A batch that fails is kept and retried while the database is open.
+ */
+export class GroupCommit {
+  private pending = new Map<string, QueuedPut>()
+  private inflight: Map<string, QueuedPut> | undefined
+  private timer: NodeJS.Timeout | undefined
+  /** settles when the batch being written (and every earlier one) is written */
+  private writing: Promise<void> = Promise.resolve()
+  /** resolves when the pending puts have been written (created on demand) */
+  private next: { promise: Promise<void>; resolve(): void; reject(err: unknown): void } | undefined
+  private readonly maxBatch: number
+  private readonly maxPending: number
+  /** the error of the last failed batch, until a batch succeeds */
+  lastError: unknown
+
+  constructor(private readonly init: GroupCommitInit, private readonly c: { db: LevelDatabase }) {
+    this.maxBatch = init.maxBatch ?? DEFAULT_MAX_BATCH
+    this.maxPending = init.maxPending ?? DEFAULT_MAX_PENDING
+  }
+
+  /** Puts waiting to be written (not counting the batch being written). */
+  get size(): number {
+    return this.pending.size
+  }
+
+  /**
+   * Queues puts to be written in one batch with others. Resolves at once when they may wait (the
+   * caller can answer), or when they are written (queueing off, or too many waiting).
+   */
+  write(puts: QueuedPut[]): Promise<void> {
+    for (const put of puts) this.pending.set(slotOf(put.sublevel, put.key), put)
+    if (this.init.flushMs <= 0 || this.pending.size >= this.maxPending) return this.flush()
+    if (this.pending.size >= this.maxBatch) void this.flush().catch(() => undefined)
+    else this.timer ??= setTimeout(() => void this.flush().catch(() => undefined), this.init.flushMs)
+    return Promise.resolve()
+  }
+
+  /** The queued (or being written) value of a key, if any. */
+  peek(sublevel: JsonSublevel, key: string): unknown {
+    const slot = slotOf(sublevel, key)
+    return this.pending.get(slot)?.value ?? this.inflight?.get(slot)?.value
+  }
+
+  /** Writes what waits now; resolves when it (and everything queued before) is written. */
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = undefined
+    if (this.pending.size === 0) return this.writing
+    this.next ??= deferred()
+    const done = this.next.promise
+    // one batch at a time, in order: the next starts when the one being written is done
+    this.writing = this.writing.then(() => this.writeBatch(), () => this.writeBatch())
+    return done
+  }
+
+  private async writeBatch(): Promise<void> {
+    const batch = this.pending
+    const waiting = this.next
+    if (batch.size === 0 || waiting === undefined) return
+    this.pending = new Map()
+    this.next = undefined
+    this.inflight = batch
+    const ops = [...batch.values()].map(({ sublevel, key, value }) => ({ type: 'put', sublevel, key, value }))
+    try {
+      await this.c.db.batch(ops as unknown as Array<AbstractBatchOperation<LevelDatabase, string, unknown>>, { sync: false } as object)
+      this.lastError = undefined
+      waiting.resolve()
+    } catch (err) {
+      this.lastError = err
+      // keep the batch unless a newer put of the same key replaced it, and try again later
+      for (const [slot, put] of batch) if (!this.pending.has(slot)) this.pending.set(slot, put)
+      if (this.c.db.status === 'open') {
+        this.next ??= waiting
+        if (this.next !== waiting) this.next.promise.then(waiting.resolve, waiting.reject)
+        this.timer ??= setTimeout(() => void this.flush().catch(() => undefined), RETRY_MS)
+      } else {
+        waiting.reject(err)
+      }
+    } finally {
+      this.inflight = undefined
+    }
+  }
+}
+
+/** Sublevels prefix their keys (`!name!`): the prefix and the key name one slot. */
+const slotOf = (sublevel: JsonSublevel, key: string): string => `${(sublevel as unknown as { prefix: string }).prefix}${key}`
+
+function deferred(): { promise: Promise<void>; resolve(): void; reject(err: unknown): void } {
+  let resolve!: () => void
+  let reject!: (err: unknown) => void
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  promise.catch(() => undefined)
+  return { promise, resolve, reject }
+}
