@@ -16,8 +16,9 @@ export function startCommand(): Command {
     .option('--config <file>', 'YAML file merged over the defaults (SVC_CONFIG)')
     .action(async (opts: { host?: string; port?: number; dataDir?: string; config?: string }) => {
       // loaded here, not at the top: every other `svc` command starts without the daemon's modules
-      const [{ ConfigError, loadConfig }, { createDaemon }, { createLogger }] = await Promise.all([
+      const [{ ConfigError, loadConfig }, { createDaemon }, { createLogger }, { classifyStartupError }, { EXIT_CODES }] = await Promise.all([
         import('../daemon/config.js'), import('../daemon/daemon.js'), import('../daemon/logger.js'),
+        import('../daemon/data-directory.js'), import('../daemon/exit-codes.js'),
       ])
       const env = { ...process.env }
       if (opts.config) env.SVC_CONFIG = opts.config
@@ -32,26 +33,41 @@ export function startCommand(): Command {
       } catch (err) {
         if (err instanceof ConfigError) {
           process.stderr.write(`svc-node: ${err.message}\n`)
-          process.exit(2)
+          process.exit(EXIT_CODES.config_invalid)
         }
         throw err
       }
       const logger = createLogger({ level: config.log.level, format: config.log.format })
       process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'))
-      const daemon = createDaemon(config, { logger })
+      // a start-up failure with a known cause: one plain line on stderr, one fatal log entry, its exit code
+      const refuse = (err: unknown): never | undefined => {
+        const failure = classifyStartupError(err, config.data_dir)
+        if (failure === undefined) return undefined
+        logger.fatal({ err: failure.cause ?? failure, reason: failure.reason, exit_code: failure.exitCode }, `svc-node cannot start: ${failure.message}`)
+        logger.flush?.()
+        process.stderr.write(`svc-node: cannot start: ${failure.message} (exit code ${failure.exitCode})\n`)
+        process.exit(failure.exitCode)
+      }
+      let daemon: ReturnType<typeof createDaemon>
+      try {
+        daemon = createDaemon(config, { logger })
+      } catch (err) {
+        refuse(err)
+        throw err
+      }
       let stopping = false
       const shutdown = (signal: string): void => {
         if (stopping) {
           logger.warn({ signal }, 'second signal: exiting now')
-          process.exit(1)
+          process.exit(EXIT_CODES.failed)
         }
         stopping = true
         logger.info({ signal }, 'shutdown requested')
         daemon.stop().then(
-          () => process.exit(0),
+          () => process.exit(EXIT_CODES.stopped),
           (err: unknown) => {
             logger.error({ err }, 'shutdown failed')
-            process.exit(1)
+            process.exit(EXIT_CODES.failed)
           },
         )
       }
@@ -60,9 +76,10 @@ export function startCommand(): Command {
       try {
         await daemon.start()
       } catch (err) {
-        logger.fatal({ err }, `svc-node failed to start: ${(err as Error).message}`)
         await daemon.stop().catch(() => undefined)
-        process.exit(1)
+        refuse(err)
+        logger.fatal({ err }, `svc-node failed to start: ${(err as Error).message}`)
+        process.exit(EXIT_CODES.failed)
       }
     })
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
@@ -16,6 +16,7 @@ import {
   createCatalogStore, createEngine, createMetrics, EventBus, type Engine, type EngineAuthInit, type LevelDatabase,
 } from '../engine/index.js'
 import { announceAdminKey } from './admin-key.js'
+import { catalogLocation, prepareDataDirectory } from './data-directory.js'
 import { startDaemonFederation, type DaemonFederation } from '../federation/daemon-wiring.js'
 import type { SvcConfig } from './config.js'
 import { VERSION } from './version.js'
@@ -41,8 +42,10 @@ export interface DaemonComponents {
 
 /** The composition root: config → components → start/stop in order. */
 export function createDaemon(config: Readonly<SvcConfig>, { logger, env = process.env, announce }: DaemonComponents): Daemon {
-  mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
-  const db = new ClassicLevel<string, unknown>(join(config.data_dir, 'catalog'), { valueEncoding: 'json' }) as unknown as LevelDatabase
+  // before LevelDB opens (it opens as soon as it is constructed): a data directory that cannot be
+  // written or whose files fail their checks stops the start with its own exit code
+  prepareDataDirectory(config.data_dir)
+  const db = new ClassicLevel<string, unknown>(catalogLocation(config.data_dir), { valueEncoding: 'json' }) as unknown as LevelDatabase
   const store = createCatalogStore({ db })
   const metrics = createMetrics({ defaultMetrics: true })
   const events = new EventBus()

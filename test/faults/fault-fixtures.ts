@@ -1,0 +1,111 @@
+// Helpers the fault suite shares: daemons expected to refuse to start, tmpfs mounts, data-directory
+// fingerprints, process memory. The suite runs as root on Linux (mount, network namespaces).
+import { execFileSync, spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { SVC_NODE_BIN } from '../fixtures/daemon-process.js'
+
+export interface DaemonExit {
+  code: number | null
+  signal: NodeJS.Signals | null
+  output: string
+  ms: number
+}
+
+/**
+ * Runs `svc-node start` on `dataDir` and waits for it to exit (a start that must be refused).
+ * A daemon that starts listening instead is killed, and the result says so (code null).
+ */
+export async function runDaemonToExit(dataDir: string, options: { env?: Record<string, string>; uid?: number; gid?: number; timeoutMs?: number } = {}): Promise<DaemonExit> {
+  const started = Date.now()
+  const proc = spawn(process.execPath, [SVC_NODE_BIN, 'start'], {
+    env: {
+      ...process.env, API_HOST: '127.0.0.1', API_PORT: '0', GRPC_PORT: '0', SVC_DATA_DIR: dataDir, LOG_FORMAT: 'json',
+      SVC_SANDBOX_WORKERS: '1', AUTH_PROVIDER: 'none', ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.uid !== undefined ? { uid: options.uid, gid: options.gid ?? options.uid } : {}),
+  })
+  let output = ''
+  proc.stdout.on('data', (c: Buffer) => {
+    output += c.toString('utf8')
+    if (output.includes('svc-node listening')) proc.kill('SIGKILL')
+  })
+  proc.stderr.on('data', (c: Buffer) => {
+    output += c.toString('utf8')
+  })
+  const timer = setTimeout(() => proc.kill('SIGKILL'), options.timeoutMs ?? 60_000)
+  const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (c, s) => resolve({ code: c, signal: s })))
+  clearTimeout(timer)
+  return { code, signal, output, ms: Date.now() - started }
+}
+
+/** SHA-256 of every file under `dir` (names and contents), skipping names that match `skip`. */
+export function fingerprint(dir: string, skip: RegExp = /^$/): string {
+  const hash = createHash('sha256')
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d).sort()) {
+      if (skip.test(name)) continue
+      const path = join(d, name)
+      if (statSync(path).isDirectory()) walk(path)
+      else hash.update(`${path.slice(dir.length)}\0`).update(readFileSync(path)).update('\0')
+    }
+  }
+  walk(dir)
+  return hash.digest('hex')
+}
+
+/**
+ * LevelDB's own log files (LOG, LOG.old) change on every open attempt; the data files must not. LOCK
+ * is empty, and reading it would drop a lock this process holds (POSIX locks end when any descriptor
+ * of the file closes).
+ */
+export const LEVELDB_INFO_LOGS = /^(LOG(\.old)?|LOCK)$/
+
+/** Mounts a tmpfs of `sizeBytes` at `dir` (created); `options` such as 'ro'. */
+export function mountTmpfs(dir: string, sizeBytes: number, options: string[] = []): void {
+  mkdirSync(dir, { recursive: true })
+  execFileSync('mount', ['-t', 'tmpfs', '-o', [`size=${sizeBytes}`, 'mode=0755', ...options].join(','), 'tmpfs', dir])
+}
+
+export function remountTmpfs(dir: string, options: string[]): void {
+  execFileSync('mount', ['-o', ['remount', ...options].join(','), dir])
+}
+
+export function unmount(dir: string): void {
+  try {
+    execFileSync('umount', [dir], { stdio: 'ignore' })
+  } catch {
+    execFileSync('umount', ['-l', dir], { stdio: 'ignore' })
+  }
+}
+
+/** Whether this process may mount file systems (root with CAP_SYS_ADMIN, not in a locked-down container). */
+export function canMount(probeDir: string): boolean {
+  try {
+    mountTmpfs(probeDir, 1 << 20)
+    unmount(probeDir)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Resident set size of a process, in bytes (Linux /proc). */
+export function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
+  return kb * 1024
+}
+
+/** Direct children of a process (its sandbox workers, for a daemon). */
+export function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
