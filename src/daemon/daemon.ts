@@ -3,7 +3,6 @@ import { createServer, type Server } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { ClassicLevel } from 'classic-level'
 import type { Logger } from 'pino'
 import { createGraphqlMiddleware } from '../api/graphql/http.js'
 import { attachGraphqlWs } from '../api/graphql/ws.js'
@@ -13,7 +12,7 @@ import { CONSOLE_PATH, isConsoleBuilt } from '../api/rest/console.js'
 import { attachEventSocket } from '../api/ws/event-socket.js'
 import { createSandbox } from '../engine/execution/index.js'
 import {
-  createCatalogStore, createEngine, createMetrics, EventBus, type Engine, type EngineAuthInit, type LevelDatabase,
+  createCatalogStore, createEngine, createMetrics, EventBus, NodeDatabase, type Engine, type EngineAuthInit, type LevelDatabase,
 } from '../engine/index.js'
 import { announceAdminKey } from './admin-key.js'
 import { catalogLocation, prepareDataDirectory } from './data-directory.js'
@@ -45,7 +44,17 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
   // before LevelDB opens (it opens as soon as it is constructed): a data directory that cannot be
   // written or whose files fail their checks stops the start with its own exit code
   prepareDataDirectory(config.data_dir)
-  const db = new ClassicLevel<string, unknown>(catalogLocation(config.data_dir), { valueEncoding: 'json' }) as unknown as LevelDatabase
+  const nodeDatabase = new NodeDatabase({
+    location: catalogLocation(config.data_dir),
+    minFreeBytes: config.storage.min_free_mb * 2 ** 20,
+    checkIntervalMs: config.storage.check_interval_ms,
+  })
+  const storageLogger = logger.child({ component: 'storage' })
+  nodeDatabase.onStorageChange((state) => {
+    if (state.condition === 'writable') storageLogger.info({ storage: state }, 'storage writable again: writes resume')
+    else storageLogger.error({ storage: state }, 'disk full: writes are refused with 1010 until space returns; reads go on')
+  })
+  const db = nodeDatabase as unknown as LevelDatabase
   const store = createCatalogStore({ db })
   const metrics = createMetrics({ defaultMetrics: true })
   const events = new EventBus()
@@ -147,6 +156,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     },
     async start() {
       await engine.start()
+      nodeDatabase.watchStorage()
       const keyShown = await announceAdminKey(engine, config, { env, logger, announce })
       const tls = config.server.tls
       server = tls.enabled

@@ -30,3 +30,4 @@ export { type CreateOptions, type Lineage } from './registry/function-registry.j
 export * from './replication/index.js'
 export { DataFormatMismatch, StorageCorrupted } from './storage/storage-errors.js'
 export { verifyLevelDirectory, type LevelFileProblem } from './storage/leveldb-files.js'
+export { NodeDatabase, type NodeDatabaseInit, type StorageCondition, type StorageState } from './storage/node-database.js'

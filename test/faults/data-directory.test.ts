@@ -116,7 +116,8 @@ describe('a data directory the node cannot use (real daemon processes)', () => {
     const log = fileOf(dir, /^\d+\.log$/)
     const bytes = readFileSync(log)
     expect(bytes.length).toBeGreaterThan(200)
-    bytes[Math.floor(bytes.length / 2)] ^= 0x40
+    const middle = Math.floor(bytes.length / 2)
+    bytes[middle] = bytes[middle]! ^ 0x40
     writeFileSync(log, bytes)
     const { first } = await expectRefusedTwice(dir, EXIT_CODES.data_corrupted, /corrupted: \d+\.log: checksum mismatch/)
     rec.figures({ exit_code: first.code, refused_after_ms: first.ms })

@@ -56,7 +56,7 @@ export function recordFault(id: string, init: FaultCaseInit): FaultCase {
       error: state === 'fail' ? String(result?.errors?.[0]?.message ?? 'failed').slice(0, 500) : null,
       duration_ms: Date.now() - started,
       finished_at: new Date().toISOString(),
-      machine: { cpus: cpus().length, memory_gib: Math.round(totalmem() / 2 ** 30), load_at_start: Math.round(load * 100) / 100 },
+      machine: { cpus: cpus().length, memory_gib: Math.round(totalmem() / 2 ** 30), load_at_start: Math.round((load ?? 0) * 100) / 100 },
     }, null, 2) + '\n')
   })
   return {

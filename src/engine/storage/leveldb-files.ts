@@ -63,8 +63,14 @@ export function verifyLogFile(path: string): string[] {
       const type = buf[at + 6]!
       if (type === 0 && length === 0) break // preallocated zeros: the rest of the block is padding
       if (at + LOG_HEADER + length > blockEnd) {
-        // past the end of the file: the writer died mid-record, which LevelDB ignores as well
-        if (blockEnd === buf.length) return problems
+        if (blockEnd === buf.length) {
+          // past the end of the file: the writer died mid-record, which LevelDB ignores as well, and
+          // LevelDB stops reading there. Whole records after it were written after a failed write:
+          // LevelDB would never read them (acknowledged writes lost)
+          const next = nextValidRecord(buf, at + 1)
+          if (next >= 0) problems.push(`a torn record at offset ${at} hides the records written after it (from offset ${next})`)
+          return problems
+        }
         problems.push(`bad record length at offset ${at}`)
         break
       }
@@ -78,6 +84,19 @@ export function verifyLogFile(path: string): string[] {
     }
   }
   return problems
+}
+
+/** The offset of the first whole record with a valid checksum at or after `from`, or -1. */
+function nextValidRecord(buf: Buffer, from: number): number {
+  for (let at = from; at + LOG_HEADER <= buf.length; at++) {
+    const type = buf[at + 6]!
+    if (type < 1 || type > 4) continue
+    const length = buf[at + 4]! | (buf[at + 5]! << 8)
+    const blockEnd = Math.min((Math.floor(at / LOG_BLOCK) + 1) * LOG_BLOCK, buf.length)
+    if (at + LOG_HEADER + length > blockEnd) continue
+    if (unmask(buf.readUInt32LE(at)) === crc32c(buf, at + 6, at + LOG_HEADER + length)) return at
+  }
+  return -1
 }
 
 interface BlockHandle {
