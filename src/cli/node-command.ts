@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander'
+import * as connectionHelpers from './connection.js'
 
 const port = (value: string): number => {
   const n = Number(value)
@@ -82,4 +83,34 @@ export function startCommand(): Command {
         process.exit(EXIT_CODES.failed)
       }
     })
+}
+
+/**
+ * `svc node backup | restore | check`: a running node's backup through its admin route, and the
+ * offline restore and check of a stopped node's data directory (src/cli/node-tools.ts, loaded when
+ * one of them runs).
+ */
+export function nodeToolCommands(): Command[] {
+  const tools = () => import('./node-tools.js')
+  const { action, withConnection } = connectionHelpers
+  const backup = withConnection(new Command('backup'))
+    .description("stream a running node's database (one consistent snapshot) into FILE; needs an operator's key (an admin of the node's admin tenant)")
+    .requiredOption('--out <file>', 'the archive to write (refused if it exists)')
+    .option('--json', 'print the summary as JSON')
+    .action(action(async (opts: Parameters<Awaited<ReturnType<typeof tools>>['backupNode']>[0]) => (await tools()).backupNode(opts)))
+  const restore = new Command('restore')
+    .description("check a backup archive whole, then write it into a stopped node's data directory (refused if it holds a database, unless --force)")
+    .argument('<file>', 'the archive (svc node backup --out)')
+    .option('--data-dir <dir>', 'the data directory (default: the node configuration\'s data_dir)')
+    .option('--force', 'replace a database already there (it is kept as catalog.replaced-<time>)')
+    .option('--dry-run', 'only check the archive')
+    .option('--json', 'print the summary as JSON')
+    .action(action(async (file: string, opts: Parameters<Awaited<ReturnType<typeof tools>>['restoreNode']>[1]) => (await tools()).restoreNode(file, opts)))
+  const check = new Command('check')
+    .description("verify a stopped node's data directory: LevelDB's files, every function's digest, ledger and versions, branch heads, replication log (exit 0 consistent, 1 problems, 2 cannot check)")
+    .option('--data-dir <dir>', 'the data directory (default: the node configuration\'s data_dir)')
+    .option('--repair', 'fix what is repairable (damaged files: the database is copied aside, then LevelDB salvages what it can read)')
+    .option('--json', 'print the report as JSON')
+    .action(action(async (opts: Parameters<Awaited<ReturnType<typeof tools>>['checkNode']>[0]) => (await tools()).checkNode(opts)))
+  return [backup, restore, check]
 }

@@ -109,3 +109,38 @@ export function childPids(pid: number): number[] {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+/** The admin key a standard-mode node prints at its first start (`ADMIN_API_KEY=…`). */
+export function adminKeyOf(output: string): string {
+  const key = /ADMIN_API_KEY=(svck_[A-Za-z0-9_-]+)/.exec(output)?.[1]
+  if (key === undefined) throw new Error(`no ADMIN_API_KEY in the daemon's output:\n${output.slice(0, 2000)}`)
+  return key
+}
+
+export interface OfflineInspection {
+  problems: Array<{ kind: string; key: string; message: string }>
+  digest: string
+  functions: number
+}
+
+/**
+ * Opens a stopped node's database in this process and runs the catalog check (no repair) and the
+ * replication digest: what the node will find when it starts again.
+ */
+export async function inspectOffline(dataDir: string): Promise<OfflineInspection> {
+  const { ClassicLevel } = await import('classic-level')
+  const { CatalogReplica, checkCatalog, createCatalogStore } = await import('../../src/engine/index.js')
+  type Db = Parameters<typeof createCatalogStore>[0]['db']
+  const db = new ClassicLevel<string, unknown>(join(dataDir, 'catalog'), { valueEncoding: 'json' }) as unknown as Db
+  const store = createCatalogStore({ db })
+  await store.start()
+  try {
+    const replication = new CatalogReplica({ db, store })
+    await replication.start()
+    const report = await checkCatalog({ db, store, replication })
+    const { digest } = await replication.digest()
+    return { problems: report.problems, digest, functions: report.checked.functions }
+  } finally {
+    await store.stop()
+  }
+}

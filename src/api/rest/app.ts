@@ -20,6 +20,7 @@ import { registerFunctionSourceRoutes } from './routes/function-source.js'
 import { registerSignatureRoutes } from './routes/signature.js'
 import { registerTelemetrySeriesRoutes } from './routes/telemetry-series.js'
 import { registerFederationMemberRoutes } from './routes/federation-members.js'
+import { registerNodeBackupRoutes } from './routes/node-backup.js'
 
 export interface RestApiInit {
   /** request bodies above this get 413 and are not read further */
@@ -127,6 +128,7 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
   registerSignatureRoutes(router, components)
   registerTelemetrySeriesRoutes(router, components)
   registerFederationMemberRoutes(router, components)
+  registerNodeBackupRoutes(router, init, components)
   if (init.console) app.use(createConsoleMiddleware(init.console))
   app.use(router.routes())
   app.use(router.allowedMethods())

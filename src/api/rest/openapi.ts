@@ -237,6 +237,12 @@ export function buildOpenApi(init: OpenApiInit): Record<string, unknown> {
         response: z.object({ node_id: z.string(), digest: z.string().nullable(), converged: z.boolean(), members: z.array(memberStatus) }),
       },
     },
+    '/api/v1/admin/backup': {
+      get: {
+        summary: "The node's whole database from one snapshot, as a gzip archive of JSON lines (svc node backup; operators only: admins of the node's admin tenant)",
+        response: { contentType: 'application/gzip', schema: { type: 'string', format: 'binary' } },
+      },
+    },
     '/healthz': { get: { summary: 'Liveness', response: z.object({ status: z.string(), pid: z.number(), uptime_s: z.number() }), auth: false } },
     '/readyz': { get: { summary: 'Readiness (503 while starting or draining)', response: z.object({ status: z.enum(['ready', 'starting', 'draining']) }), auth: false } },
     '/metrics': {
