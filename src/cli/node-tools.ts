@@ -2,7 +2,7 @@
 // running node (its admin route streams one LevelDB snapshot); restore and check work offline on a
 // stopped node's data directory (LevelDB has one writer at a time: the node or the tool).
 import { createWriteStream, cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
-import { basename, dirname, join, resolve } from 'node:path'
+import { basename, dirname, resolve } from 'node:path'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { ClassicLevel } from 'classic-level'

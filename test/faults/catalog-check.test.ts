@@ -14,7 +14,7 @@ class FaultyLevel extends MemoryLevel<string, unknown> {
     super({ valueEncoding: 'json' })
   }
 
-  override async _batch(operations: Array<{ key: unknown }>, options: unknown): Promise<void> {
+  async _batch(operations: Array<{ key: unknown }>, options: unknown): Promise<void> {
     const target = this.failNextBatchInto
     if (target !== undefined && operations.some((op) => String(op.key).startsWith(`!${target}!`))) {
       this.failNextBatchInto = undefined
