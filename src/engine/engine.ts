@@ -190,7 +190,7 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
       return publishFunction(functions, principal, body)
     },
     backup(principal, writtenBy) {
-      return backupStream(principal, db, { dataFormatVersion: DATA_FORMAT_VERSION, writtenBy, operatorTenant: init.auth.defaultTenant })
+      return backupStream(principal, { db, catalogLock }, { dataFormatVersion: DATA_FORMAT_VERSION, writtenBy, operatorTenant: init.auth.defaultTenant })
     },
     telemetry(principal, target, window) {
       return functionTelemetry(principal, target, window, { store, functions })

@@ -7,6 +7,7 @@ import { SvcError } from '../../core/errors.js'
 import { requirePermission } from '../authz.js'
 import type { Principal } from '../types.js'
 import type { LevelDatabase } from './catalog-store.js'
+import type { Mutex } from '../mutex.js'
 
 /**
  * The backup archive of a node (`svc node backup`): gzip of JSON lines.
@@ -44,6 +45,15 @@ export interface BackupInit {
   operatorTenant: string
 }
 
+export interface BackupComponents {
+  db: LevelDatabase
+  /**
+   * The catalog's write lock: the snapshot is taken while holding it, so it never falls between the
+   * writes of one catalog change (a version and its replication record are two batches today).
+   */
+  catalogLock?: Mutex
+}
+
 const INCLUDES = ['functions', 'function_version_ledger', 'digests', 'branch_heads', 'executions', 'function_stats', 'api_keys (hashes)', 'audit', 'replication (log, entries, moves, conflicts)', 'meta']
 const EXCLUDES = ['peer-key (the libp2p identity)', 'cert/ (the node certificate)', 'wheels/ (a cache)']
 
@@ -63,15 +73,17 @@ const isText = (b: Buffer): string | undefined => {
 }
 
 /** The archive's lines (uncompressed), from one snapshot of `db`. */
-async function* backupLines(db: LevelDatabase, init: BackupInit): AsyncGenerator<Buffer> {
+async function* backupLines({ db, catalogLock }: BackupComponents, init: BackupInit): AsyncGenerator<Buffer> {
   const hash = createHash('sha256')
   const emit = (text: string): Buffer => {
     const line = Buffer.from(text + '\n', 'utf8')
     hash.update(line)
     return line
   }
-  // the iterator takes its snapshot now, before the first line is read
-  const iterator = db.iterator({ keyEncoding: 'buffer', valueEncoding: 'buffer' } as never) as AsyncIterable<[Buffer, Buffer]> & { close(): Promise<void> }
+  // the iterator takes its snapshot when it is created (synchronously), between two catalog changes
+  type RawIterator = AsyncIterable<[Buffer, Buffer]> & { close(): Promise<void> }
+  const snapshot = async (): Promise<RawIterator> => db.iterator({ keyEncoding: 'buffer', valueEncoding: 'buffer' } as never) as RawIterator
+  const iterator = catalogLock ? await catalogLock.run(snapshot) : await snapshot()
   const header: BackupHeader = {
     format: BACKUP_FORMAT, version: BACKUP_VERSION, created_at: new Date().toISOString(),
     data_format_version: init.dataFormatVersion, written_by: init.writtenBy, includes: INCLUDES, excludes: EXCLUDES,
@@ -99,9 +111,9 @@ async function* backupLines(db: LevelDatabase, init: BackupInit): AsyncGenerator
 }
 
 /** A gzip stream of the backup archive of `db` (one snapshot), for an operator. */
-export function backupStream(principal: Principal, db: LevelDatabase, init: BackupInit): Readable {
+export function backupStream(principal: Principal, components: BackupComponents, init: BackupInit): Readable {
   requireOperator(principal, init.operatorTenant)
-  return Readable.from(backupLines(db, init)).pipe(createGzip())
+  return Readable.from(backupLines(components, init)).pipe(createGzip())
 }
 
 export interface BackupRecord {
