@@ -144,3 +144,19 @@ export async function inspectOffline(dataDir: string): Promise<OfflineInspection
     await store.stop()
   }
 }
+
+/** CPU time a process has used (user + system), in milliseconds (Linux /proc, 100 ticks a second). */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}

@@ -28,6 +28,11 @@ export interface FaultCaseInit {
   fault: string
   /** what must hold */
   expectation: string
+  /**
+   * Set on an `it.fails` case: a failure this suite found whose fix lies outside this change (the
+   * test passes while the failure is there; the table shows it as a known failure).
+   */
+  known_failure?: string
 }
 
 /**
