@@ -104,6 +104,7 @@ export function nodeToolCommands(): Command[] {
     .option('--data-dir <dir>', 'the data directory (default: the node configuration\'s data_dir)')
     .option('--force', 'replace a database already there (it is kept as catalog.replaced-<time>)')
     .option('--dry-run', 'only check the archive')
+    .option('--keep-identity', 'keep the directory\'s federation identity (peer-key); by default it is set aside and the node starts as a new member')
     .option('--json', 'print the summary as JSON')
     .action(action(async (file: string, opts: Parameters<Awaited<ReturnType<typeof tools>>['restoreNode']>[1]) => (await tools()).restoreNode(file, opts)))
   const check = new Command('check')

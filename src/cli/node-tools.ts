@@ -2,7 +2,7 @@
 // running node (its admin route streams one LevelDB snapshot); restore and check work offline on a
 // stopped node's data directory (LevelDB has one writer at a time: the node or the tool).
 import { createWriteStream, cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
-import { basename, dirname, resolve } from 'node:path'
+import { basename, dirname, join, resolve } from 'node:path'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { ClassicLevel } from 'classic-level'
@@ -106,14 +106,25 @@ export interface RestoreOptions {
   force?: boolean
   dryRun?: boolean
   json?: boolean
+  /** keep the data directory's libp2p identity (peer-key) instead of setting it aside */
+  keepIdentity?: boolean
 }
+
+/** the node's libp2p identity in its data directory (src/federation/identity.ts) */
+const PEER_KEY = 'peer-key'
 
 /**
  * `svc node restore FILE`: checks the whole archive first (header, every record, count, SHA-256),
  * then writes it into a stopped node's data directory. A directory that already holds a database is
- * refused unless --force, which keeps the old database beside it (`catalog.replaced-<time>`). The
- * restored catalog gets a fresh replication origin, so its new changes never reuse sequence numbers
- * its old self already sent to federation members (those members send the changes it lost instead).
+ * refused unless --force, which keeps the old database beside it (`catalog.replaced-<time>`).
+ *
+ * A restored catalog is older than what its federation holds of it: were the node to record new
+ * changes under its old identity, they would reuse sequence numbers its members already hold, and
+ * never reach them. So the restored catalog gets a fresh replication origin, and a federation
+ * identity found in the directory (`peer-key`) is set aside (`peer-key.before-restore-<time>`): the
+ * node starts as a new member (issue a certificate for its new PeerId) and its members send it the
+ * changes it lost. --keep-identity keeps it (a node that never joined a federation, or whose
+ * federation saw nothing after the backup).
  */
 export async function restoreNode(file: string, opts: RestoreOptions): Promise<void> {
   const archive = resolve(file)
@@ -172,11 +183,19 @@ export async function restoreNode(file: string, opts: RestoreOptions): Promise<v
     rmSync(location, { recursive: true, force: true })
   }
   renameSync(restoring, location)
-  const summary = { file: archive, records: checked.records, created_at: checked.header.created_at, data_dir: dataDir, replaced: setAside ?? null }
+  let identityAside: string | null = null
+  if (!opts.keepIdentity && existsSync(join(dataDir, PEER_KEY))) {
+    identityAside = join(dataDir, `${PEER_KEY}.before-restore-${stampOf()}`)
+    renameSync(join(dataDir, PEER_KEY), identityAside)
+  }
+  const summary = { file: archive, records: checked.records, created_at: checked.header.created_at, data_dir: dataDir, replaced: setAside ?? null, identity_set_aside: identityAside }
   if (opts.json) return say(JSON.stringify(summary))
   say(`restored ${checked.records} records taken ${checked.header.created_at} into ${dataDir}`)
   if (setAside) say(`the database it replaced is kept in ${setAside} (delete it once the node runs well)`)
-  say('the node keeps its own peer-key and cert/ (not in backups); in a federation it takes the changes it lost from its members once started')
+  if (identityAside) {
+    say(`its federation identity is set aside as ${identityAside}: the node starts with a new PeerId (svc federation peer-id --data-dir ${dataDir}),`)
+    say('which needs a certificate from the federation CA (svc federation cert issue) before it joins; its members then send it the changes it lost')
+  }
 }
 
 // ---- check -------------------------------------------------------------------------------------

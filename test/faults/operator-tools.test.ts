@@ -112,15 +112,25 @@ describe('operator tools: svc node backup, restore, check (real processes)', () 
     expect(existsSync(join(root, 'refused.svcbak'))).toBe(false)
   }, 60_000)
 
-  it('restore refuses a data directory that holds a database unless --force, which keeps the old one', async () => {
+  it('restore refuses a data directory that holds a database unless --force, which keeps the old one and sets the federation identity aside', async () => {
     const target = join(root, 'occupied')
     expect((await runSvc(['node', 'restore', archive, '--data-dir', target])).status).toBe(0)
     const again = await runSvc(['node', 'restore', archive, '--data-dir', target])
     expect(again.status).toBe(2)
     expect(again.stderr).toMatch(/already holds a database/)
+    // a federation identity there is set aside: the restored node joins as a new member, so its new
+    // changes never reuse sequence numbers its federation already holds
+    writeFileSync(join(target, 'peer-key'), 'an identity')
     const forced = await runSvc(['node', 'restore', archive, '--data-dir', target, '--force'])
     expect(forced.status, forced.stderr).toBe(0)
     expect(readdirSync(target).some((n) => n.startsWith('catalog.replaced-'))).toBe(true)
+    expect(existsSync(join(target, 'peer-key'))).toBe(false)
+    expect(readdirSync(target).some((n) => n.startsWith('peer-key.before-restore-'))).toBe(true)
+    expect(forced.stdout).toMatch(/new PeerId/)
+    writeFileSync(join(target, 'peer-key'), 'an identity')
+    const kept = await runSvc(['node', 'restore', archive, '--data-dir', target, '--force', '--keep-identity'])
+    expect(kept.status, kept.stderr).toBe(0)
+    expect(readFileSync(join(target, 'peer-key'), 'utf8')).toBe('an identity')
   }, 60_000)
 
   it('restore refuses a damaged or cut archive and writes nothing', async () => {
