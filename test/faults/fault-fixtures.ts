@@ -2,7 +2,7 @@
 // fingerprints, process memory. The suite runs as root on Linux (mount, network namespaces).
 import { execFileSync, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { SVC_NODE_BIN } from '../fixtures/daemon-process.js'
 
@@ -159,4 +159,55 @@ export function isAlive(pid: number): boolean {
   } catch {
     return false
   }
+}
+
+/** Runs `svc <args>` and parses its JSON output (the federation and key tools print JSON). */
+async function svcJson<T>(args: string[], env: Record<string, string> = {}): Promise<T> {
+  const { runSvc } = await import('../cli/run-svc.js')
+  const r = await runSvc(args, { env })
+  if (r.status !== 0) throw new Error(`svc ${args.join(' ')} exited ${r.status}: ${r.stderr}`)
+  return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as T
+}
+
+export interface FederationMember {
+  name: string
+  dataDir: string
+  peerId: string
+  certFile: string
+}
+
+/** A federation CA made by `svc federation ca init` (its directory). */
+export async function federationCa(root: string): Promise<{ dir: string; caFile: string }> {
+  const dir = join(root, 'ca')
+  const { ca_cert } = await svcJson<{ ca_cert: string }>(['federation', 'ca', 'init', '--out', dir])
+  return { dir, caFile: ca_cert }
+}
+
+/** A member's data directory, PeerId and certificate, made by `svc federation cert issue --data-dir`. */
+export async function federationMember(root: string, ca: { dir: string }, name: string): Promise<FederationMember> {
+  const dataDir = join(root, name)
+  mkdirSync(dataDir, { recursive: true })
+  const issued = await svcJson<{ peer_id: string; cert_file: string }>(['federation', 'cert', 'issue', '--ca', ca.dir, '--data-dir', dataDir, '--out', join(dataDir, 'cert')])
+  return { name, dataDir, peerId: issued.peer_id, certFile: issued.cert_file }
+}
+
+/** An administrator key for `tenant`, minted into a stopped node's data directory (`svc keys create --admin`). */
+export async function mintAdminKeyOffline(dataDir: string, tenant: string): Promise<string> {
+  return (await svcJson<{ api_key: string }>(['keys', 'create', '--admin', '--tenant', tenant, '--json'], { SVC_DATA_DIR: dataDir })).api_key
+}
+
+/** Writes a node config file (JSON is YAML) with its federation settings; returns its path. */
+export function writeFederationConfig(
+  root: string,
+  member: FederationMember,
+  caFile: string,
+  federation: { listen?: string[]; bootstrap?: string[]; sync_interval_ms?: number; [key: string]: unknown } = {},
+  extra: Record<string, unknown> = {},
+): string {
+  const file = join(root, `${member.name}.config.json`)
+  writeFileSync(file, JSON.stringify({
+    ...extra,
+    federation: { enabled: true, listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap: [], ca_file: caFile, cert_file: member.certFile, sync_interval_ms: 500, ...federation },
+  }))
+  return file
 }
