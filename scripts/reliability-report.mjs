@@ -55,7 +55,8 @@ for (const [i, [, title]] of SECTIONS.entries()) {
   lines.push(`### ${title}`, '', '| case | what was done | what must hold | figure | result | run |', '|---|---|---|---|---|---|')
   for (const r of inSection) {
     const run = `${r.finished_at.slice(0, 10)} ${r.suite}, ${(r.duration_ms / 1000).toFixed(0)} s`
-    const result = r.known_failure ? `**known failure** (fix proposed): ${escape(r.known_failure)}` : r.result === 'pass' ? 'pass' : `**FAIL**: ${escape(r.error)}`
+    const result = r.known_failure ? `**known failure** (fix proposed): ${escape(r.known_failure)}`
+      : r.result === 'pass' ? 'pass' : r.result === 'skipped' ? 'skipped (see the test for why)' : `**FAIL**: ${escape(r.error)}`
     lines.push(`| \`${r.id}\` | ${escape(r.fault)} | ${escape(r.expectation)} | ${escape(figuresOf(r))} | ${result} | ${run} |`)
   }
   lines.push('')
@@ -64,8 +65,9 @@ const unsorted = rows.filter((r) => sectionOf(r.id) < 0)
 if (unsorted.length > 0) throw new Error(`cases outside every section: ${unsorted.map((r) => r.id).join(', ')}`)
 const passed = rows.filter((r) => r.result === 'pass' && !r.known_failure).length
 const known = rows.filter((r) => r.known_failure).length
+const skipped = rows.filter((r) => r.result === 'skipped' && !r.known_failure).length
 const latest = rows.map((r) => r.finished_at).sort().at(-1) ?? 'never'
-const table = [BEGIN, '', `${rows.length} cases: ${passed} passed, ${known} known failures (found by the suite, fix proposed), ${rows.length - passed - known} failed; latest result ${latest.slice(0, 16).replace('T', ' ')} UTC.`, '', ...lines, END].join('\n')
+const table = [BEGIN, '', `${rows.length} cases: ${passed} passed, ${known} known failures (found by the suite, fix proposed), ${skipped} skipped, ${rows.length - passed - known - skipped} failed; latest result ${latest.slice(0, 16).replace('T', ' ')} UTC.`, '', ...lines, END].join('\n')
 
 const text = existsSync(page) ? readFileSync(page, 'utf8') : `# Reliability\n\n${BEGIN}\n${END}\n`
 const from = text.indexOf(BEGIN)

@@ -71,9 +71,9 @@ describe('a data directory the node cannot use (real daemon processes)', () => {
   }
 
   it('a read-only file system: exit 3, then starts once it is writable', async (ctx) => {
+    if (!canMount(join(root, 'probe-mount'))) ctx.skip('cannot mount a tmpfs here (not root, or a locked-down container)')
     const rec = recordFault('data-dir.read-only', { fault: 'data directory on a file system mounted read-only', expectation: 'exit 3 with the reason, data untouched, starts once writable' })
     const mount = join(root, 'ro-mount')
-    if (!canMount(join(root, 'probe-mount'))) ctx.skip('cannot mount a tmpfs here (not root, or a locked-down container)')
     mountTmpfs(mount, 8 << 20)
     mounts.push(mount)
     cpSync(seeded, join(mount, 'data'), { recursive: true })
@@ -85,7 +85,7 @@ describe('a data directory the node cannot use (real daemon processes)', () => {
     rec.summary(`exit ${first.code} in ${(first.ms / 1000).toFixed(1)} s, twice; started with its 3 functions once writable`)
   })
 
-  it('a directory its user may not write (the node runs as nobody): exit 3', async () => {
+  it.skipIf(process.getuid?.() !== 0)('a directory its user may not write (the node runs as nobody): exit 3', async () => {
     const rec = recordFault('data-dir.permission', { fault: 'data directory owned by root, mode 0700; the node runs as nobody', expectation: 'exit 3 with the reason, data untouched' })
     const dir = copyOf(seeded, 'root-only')
     chmodSync(dir, 0o700)
@@ -167,9 +167,9 @@ describe('a data directory the node cannot use (real daemon processes)', () => {
   })
 
   it('no space left at start: exit 7', async (ctx) => {
+    if (!canMount(join(root, 'probe-mount'))) ctx.skip('cannot mount a tmpfs here (not root, or a locked-down container)')
     const rec = recordFault('data-dir.no-space-at-start', { fault: 'data directory on a full file system at start', expectation: 'exit 7 with the reason' })
     const mount = join(root, 'full-mount')
-    if (!canMount(join(root, 'probe-mount'))) ctx.skip('cannot mount a tmpfs here (not root, or a locked-down container)')
     mountTmpfs(mount, 1 << 20)
     mounts.push(mount)
     mkdirSync(join(mount, 'data'))

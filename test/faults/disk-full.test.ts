@@ -2,7 +2,7 @@
 // the reason, reads go on, the node resumes writing by itself when the ballast goes, and nothing
 // acknowledged is lost (checked again after a restart). Needs root (mount).
 import { randomBytes } from 'node:crypto'
-import { closeSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs'
+import { closeSync, openSync, rmSync, statfsSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { call, removeDir, startDaemonProcess, tempDataDir, type DaemonProcess } from '../fixtures/daemon-process.js'
@@ -80,9 +80,8 @@ describe('disk full (a tmpfs data directory, real daemon processes)', () => {
     mounts.push(mount)
     const dataDir = join(mount, 'data')
     // watermark: writes refused below 8 MiB free; enospc: no threshold, LevelDB itself runs out of space
-    const env = name === 'watermark' ? { SVC_STORAGE_MIN_FREE_MB: '8', SVC_CONFIG: '' } : { SVC_STORAGE_MIN_FREE_MB: '0' }
+    const env = { SVC_STORAGE_MIN_FREE_MB: name === 'watermark' ? '8' : '0' }
     const storageConfig = join(root, `${name}.yaml`)
-    const { writeFileSync } = await import('node:fs')
     writeFileSync(storageConfig, 'storage:\n  check_interval_ms: 200\n')
     let d = await start(dataDir, { ...env, SVC_CONFIG: storageConfig })
     const acked: string[] = []

@@ -47,7 +47,7 @@ export function recordFault(id: string, init: FaultCaseInit): FaultCase {
   const rowId = SOAK ? `${id}.soak` : id
   onTestFinished((ctx) => {
     const result = ctx.task.result
-    const state = result?.state === 'pass' ? 'pass' : 'fail'
+    const state = result?.state === 'pass' ? 'pass' : result?.state === 'skip' ? 'skipped' : 'fail'
     mkdirSync(FAULT_RESULTS_DIR, { recursive: true })
     writeFileSync(join(FAULT_RESULTS_DIR, `${rowId}.json`), JSON.stringify({
       id: rowId,
