@@ -118,6 +118,10 @@ describe('disk full (a tmpfs data directory, real daemon processes)', () => {
     expect(deploy.status).toBe(503)
     // reads go on, repeatedly
     for (let i = 0; i < 5; i++) expect(await readsWork(d.url, acked[i % acked.length]!)).toEqual([200, 200, 200, 200, 200])
+    // an execution stores its record first: refused like any write (no code runs unrecorded)
+    const run = await call(`${d.url}/api/v1/functions/${acked[0]}/execute`, 'POST', { arguments: { a: 1 } })
+    expect(run.status).toBe(503)
+    expect((run.body.error as { code: number; details: { reason: string } }).details.reason).toBe('disk_full')
     const health = await call(`${d.url}/healthz`, 'GET')
     expect(health.status).toBe(200)
     expect(d.proc.exitCode).toBeNull()
@@ -142,7 +146,7 @@ describe('disk full (a tmpfs data directory, real daemon processes)', () => {
   it.skipIf(!mounted)('below the free-space threshold: 1010 disk_full, reads go on, writes resume when space returns', async () => {
     const rec = recordFault('disk.watermark', {
       fault: 'data directory on a 40 MiB tmpfs filled by a ballast file to 4 MiB free (threshold storage.min_free_mb = 8)',
-      expectation: 'writes 503/1010 reason disk_full; resolve, read, list, search, source 200; writes resume without restart; every acknowledged write kept across a restart',
+      expectation: 'writes (executions too: each stores its record) 503/1010 reason disk_full; resolve, read, list, search, source 200; writes resume without restart; every acknowledged write kept across a restart',
     })
     const f = await scenario('watermark')
     rec.figures({ acknowledged: f.acked, refused_after_ms: f.refusedAfterMs, resumed_after_ms: f.resumedAfterMs })
