@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything svc-node needs on a fresh machine: the npm packages pinned in
 # package-lock.json (isolated-vm compiles from source: 2-4 minutes), the compiled daemon,
-# the Python packages the tests use (pytest, grpcio-tools, cryptography, openapi-spec-validator),
-# grpcurl and Chromium for the console's browser tests. Safe to run again.
+# the Python packages the tests use (pytest, hypothesis, grpcio-tools, cryptography,
+# openapi-spec-validator), grpcurl and Chromium for the console's browser tests. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +27,11 @@ if command -v python3 >/dev/null 2>&1 && [ "$(python3 -c 'import importlib.metad
   # brings grpcio and protobuf, which the Python client's gRPC test uses (pip install svc[grpc])
   echo "svc-node setup: installing grpcio-tools 1.85.1 for the Python gRPC stubs and their test…"
   python3 -m pip install --quiet grpcio-tools==1.85.1
+fi
+if command -v python3 >/dev/null 2>&1 && [ "$(python3 -c 'import hypothesis; print(hypothesis.__version__)' 2>/dev/null)" != "6.170.17" ]; then
+  # property-based tests of the Python client's parsing (clients/python/tests/test_parsing_properties.py)
+  echo "svc-node setup: installing hypothesis 6.170.17 for the Python client's property tests…"
+  python3 -m pip install --quiet hypothesis==6.170.17
 fi
 if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import cryptography.x509' >/dev/null 2>&1; then
   echo "svc-node setup: installing cryptography (the Python client's svc[verify] extra) for the receipt tests…"

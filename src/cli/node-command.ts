@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander'
+import * as connectionHelpers from './connection.js'
 
 const port = (value: string): number => {
   const n = Number(value)
@@ -16,8 +17,9 @@ export function startCommand(): Command {
     .option('--config <file>', 'YAML file merged over the defaults (SVC_CONFIG)')
     .action(async (opts: { host?: string; port?: number; dataDir?: string; config?: string }) => {
       // loaded here, not at the top: every other `svc` command starts without the daemon's modules
-      const [{ ConfigError, loadConfig }, { createDaemon }, { createLogger }] = await Promise.all([
+      const [{ ConfigError, loadConfig }, { createDaemon }, { createLogger }, { classifyStartupError }, { EXIT_CODES }] = await Promise.all([
         import('../daemon/config.js'), import('../daemon/daemon.js'), import('../daemon/logger.js'),
+        import('../daemon/data-directory.js'), import('../daemon/exit-codes.js'),
       ])
       const env = { ...process.env }
       if (opts.config) env.SVC_CONFIG = opts.config
@@ -32,26 +34,41 @@ export function startCommand(): Command {
       } catch (err) {
         if (err instanceof ConfigError) {
           process.stderr.write(`svc-node: ${err.message}\n`)
-          process.exit(2)
+          process.exit(EXIT_CODES.config_invalid)
         }
         throw err
       }
       const logger = createLogger({ level: config.log.level, format: config.log.format })
       process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'))
-      const daemon = createDaemon(config, { logger })
+      // a start-up failure with a known cause: one plain line on stderr, one fatal log entry, its exit code
+      const refuse = (err: unknown): never | undefined => {
+        const failure = classifyStartupError(err, config.data_dir)
+        if (failure === undefined) return undefined
+        logger.fatal({ err: failure.cause ?? failure, reason: failure.reason, exit_code: failure.exitCode }, `svc-node cannot start: ${failure.message}`)
+        logger.flush?.()
+        process.stderr.write(`svc-node: cannot start: ${failure.message} (exit code ${failure.exitCode})\n`)
+        process.exit(failure.exitCode)
+      }
+      let daemon: ReturnType<typeof createDaemon>
+      try {
+        daemon = createDaemon(config, { logger })
+      } catch (err) {
+        refuse(err)
+        throw err
+      }
       let stopping = false
       const shutdown = (signal: string): void => {
         if (stopping) {
           logger.warn({ signal }, 'second signal: exiting now')
-          process.exit(1)
+          process.exit(EXIT_CODES.failed)
         }
         stopping = true
         logger.info({ signal }, 'shutdown requested')
         daemon.stop().then(
-          () => process.exit(0),
+          () => process.exit(EXIT_CODES.stopped),
           (err: unknown) => {
             logger.error({ err }, 'shutdown failed')
-            process.exit(1)
+            process.exit(EXIT_CODES.failed)
           },
         )
       }
@@ -60,9 +77,41 @@ export function startCommand(): Command {
       try {
         await daemon.start()
       } catch (err) {
-        logger.fatal({ err }, `svc-node failed to start: ${(err as Error).message}`)
         await daemon.stop().catch(() => undefined)
-        process.exit(1)
+        refuse(err)
+        logger.fatal({ err }, `svc-node failed to start: ${(err as Error).message}`)
+        process.exit(EXIT_CODES.failed)
       }
     })
+}
+
+/**
+ * `svc node backup | restore | check`: a running node's backup through its admin route, and the
+ * offline restore and check of a stopped node's data directory (src/cli/node-tools.ts, loaded when
+ * one of them runs).
+ */
+export function nodeToolCommands(): Command[] {
+  const tools = () => import('./node-tools.js')
+  const { action, withConnection } = connectionHelpers
+  const backup = withConnection(new Command('backup'))
+    .description("stream a running node's database (one consistent snapshot) into FILE; needs an operator's key (an admin of the node's admin tenant)")
+    .requiredOption('--out <file>', 'the archive to write (refused if it exists)')
+    .option('--json', 'print the summary as JSON')
+    .action(action(async (opts: Parameters<Awaited<ReturnType<typeof tools>>['backupNode']>[0]) => (await tools()).backupNode(opts)))
+  const restore = new Command('restore')
+    .description("check a backup archive whole, then write it into a stopped node's data directory (refused if it holds a database, unless --force)")
+    .argument('<file>', 'the archive (svc node backup --out)')
+    .option('--data-dir <dir>', 'the data directory (default: the node configuration\'s data_dir)')
+    .option('--force', 'replace a database already there (it is kept as catalog.replaced-<time>)')
+    .option('--dry-run', 'only check the archive')
+    .option('--keep-identity', 'keep the directory\'s federation identity (peer-key); by default it is set aside and the node starts as a new member')
+    .option('--json', 'print the summary as JSON')
+    .action(action(async (file: string, opts: Parameters<Awaited<ReturnType<typeof tools>>['restoreNode']>[1]) => (await tools()).restoreNode(file, opts)))
+  const check = new Command('check')
+    .description("verify a stopped node's data directory: LevelDB's files, every function's digest, ledger and versions, branch heads, replication log (exit 0 consistent, 1 problems, 2 cannot check)")
+    .option('--data-dir <dir>', 'the data directory (default: the node configuration\'s data_dir)')
+    .option('--repair', 'fix what is repairable (damaged files: the database is copied aside, then LevelDB salvages what it can read)')
+    .option('--json', 'print the report as JSON')
+    .action(action(async (opts: Parameters<Awaited<ReturnType<typeof tools>>['checkNode']>[0]) => (await tools()).checkNode(opts)))
+  return [backup, restore, check]
 }

@@ -180,7 +180,11 @@ const CODE_OF_STATUS: Record<number, number> = { 401: 1003, 403: 1003, 408: 1004
 export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
   if (!value) return undefined
   const trimmed = value.trim()
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Number(trimmed)
+  if (/^\d+(\.\d+)?$/.test(trimmed)) {
+    // a wait a caller can honour: 400 nines are a number, but not a finite one
+    const seconds = Number(trimmed)
+    return Number.isFinite(seconds) ? seconds : undefined
+  }
   const at = Date.parse(trimmed)
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000))
 }

@@ -58,6 +58,10 @@ export const configSchema = z.object({
     concurrency: z.number().int().min(1).max(64),
   }).strict(),
   data_dir: z.string().min(1),
+  storage: z.object({
+    min_free_mb: z.number().int().min(0),
+    check_interval_ms: z.number().int().min(100).max(600_000),
+  }).strict(),
   log: z.object({
     level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     format: z.enum(['auto', 'json', 'pretty']),
@@ -129,6 +133,7 @@ const ENV: Array<[string, string[], 'string' | 'int' | 'boolean']> = [
   ['SVC_METRICS_ACCESS', ['server', 'metrics_access'], 'string'],
   ['SVC_CONSOLE', ['server', 'console'], 'boolean'],
   ['SVC_DATA_DIR', ['data_dir'], 'string'],
+  ['SVC_STORAGE_MIN_FREE_MB', ['storage', 'min_free_mb'], 'int'],
   ['SVC_PIP_INDEX_URL', ['lockfile', 'pip_index_url'], 'string'],
   ['SVC_NPM_REGISTRY_URL', ['lockfile', 'npm_registry_url'], 'string'],
   ['GRPC_HOST', ['grpc', 'host'], 'string'],

@@ -1,9 +1,8 @@
-import { mkdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { ClassicLevel } from 'classic-level'
 import type { Logger } from 'pino'
 import { createGraphqlMiddleware } from '../api/graphql/http.js'
 import { attachGraphqlWs } from '../api/graphql/ws.js'
@@ -13,9 +12,10 @@ import { CONSOLE_PATH, isConsoleBuilt } from '../api/rest/console.js'
 import { attachEventSocket } from '../api/ws/event-socket.js'
 import { createSandbox } from '../engine/execution/index.js'
 import {
-  createCatalogStore, createEngine, createMetrics, EventBus, type Engine, type EngineAuthInit, type LevelDatabase,
+  createCatalogStore, createEngine, createMetrics, EventBus, NodeDatabase, type Engine, type EngineAuthInit, type LevelDatabase,
 } from '../engine/index.js'
 import { announceAdminKey } from './admin-key.js'
+import { catalogLocation, prepareDataDirectory } from './data-directory.js'
 import { startDaemonFederation, type DaemonFederation } from '../federation/daemon-wiring.js'
 import type { SvcConfig } from './config.js'
 import { VERSION } from './version.js'
@@ -41,8 +41,20 @@ export interface DaemonComponents {
 
 /** The composition root: config → components → start/stop in order. */
 export function createDaemon(config: Readonly<SvcConfig>, { logger, env = process.env, announce }: DaemonComponents): Daemon {
-  mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
-  const db = new ClassicLevel<string, unknown>(join(config.data_dir, 'catalog'), { valueEncoding: 'json' }) as unknown as LevelDatabase
+  // before LevelDB opens (it opens as soon as it is constructed): a data directory that cannot be
+  // written or whose files fail their checks stops the start with its own exit code
+  prepareDataDirectory(config.data_dir)
+  const nodeDatabase = new NodeDatabase({
+    location: catalogLocation(config.data_dir),
+    minFreeBytes: config.storage.min_free_mb * 2 ** 20,
+    checkIntervalMs: config.storage.check_interval_ms,
+  })
+  const storageLogger = logger.child({ component: 'storage' })
+  nodeDatabase.onStorageChange((state) => {
+    if (state.condition === 'writable') storageLogger.info({ storage: state }, 'storage writable again: writes resume')
+    else storageLogger.error({ storage: state }, 'disk full: writes are refused with 1010 until space returns; reads go on')
+  })
+  const db = nodeDatabase as unknown as LevelDatabase
   const store = createCatalogStore({ db }, { executionFlushMs: config.execution.record_flush_ms })
   const metrics = createMetrics({ defaultMetrics: true })
   const events = new EventBus()
@@ -145,6 +157,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     },
     async start() {
       await engine.start()
+      nodeDatabase.watchStorage()
       const keyShown = await announceAdminKey(engine, config, { env, logger, announce })
       const tls = config.server.tls
       server = tls.enabled

@@ -26,6 +26,9 @@ import { Mutex } from './mutex.js'
 import type { FederationPort } from './replication/federation-port.js'
 import { fetchMissingCode } from './replication/remote-code.js'
 import { WheelProvisioner, type WheelProvisionerInit } from './executions/wheel-provisioner.js'
+import type { Readable } from 'node:stream'
+import { backupStream } from './storage/backup.js'
+import { DATA_FORMAT_VERSION } from './storage/catalog-store.js'
 
 export interface EngineAuthInit {
   /**
@@ -95,6 +98,11 @@ export interface Engine {
   nativeExecute(principal: Principal, body: NativeExecuteRequest): Promise<NativeExecuteResult>
   /** `/v1` publish: base64 source and a runtime such as `node20` or `python3.11` */
   publish(principal: Principal, body: unknown): Promise<CreateResult>
+  /**
+   * `svc node backup`: the node's whole database read through one snapshot, as a gzip archive
+   * (storage/backup.ts). Operators only (an admin of the node's admin tenant), 1003 otherwise.
+   */
+  backup(principal: Principal, writtenBy: string): Readable
   /** latency, error rate and cost of one function over a window such as `15m` */
   telemetry(principal: Principal, target: FunctionTarget, window: string): Promise<FunctionTelemetry>
   /** the same over a window cut into `buckets` equal buckets, for charts */
@@ -180,6 +188,9 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     },
     publish(principal, body) {
       return publishFunction(functions, principal, body)
+    },
+    backup(principal, writtenBy) {
+      return backupStream(principal, { db, catalogLock }, { dataFormatVersion: DATA_FORMAT_VERSION, writtenBy, operatorTenant: init.auth.defaultTenant })
     },
     telemetry(principal, target, window) {
       return functionTelemetry(principal, target, window, { store, functions })

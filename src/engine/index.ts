@@ -34,3 +34,8 @@ export {
   type CallerOperation, type DoorProfile, type EnvelopeComponents, type EnvelopeLogger, type Operation, type OperationCall,
   type OperationName, type PublicOperation,
 } from './operations/envelope.js'
+export { DataFormatMismatch, StorageCorrupted } from './storage/storage-errors.js'
+export { verifyLevelDirectory, type LevelFileProblem } from './storage/leveldb-files.js'
+export { NodeDatabase, type NodeDatabaseInit, type StorageCondition, type StorageState } from './storage/node-database.js'
+export { BACKUP_FORMAT, BACKUP_VERSION, readBackup, requireOperator, type BackupHeader, type BackupRecord } from './storage/backup.js'
+export { checkCatalog, type CatalogCheckReport, type CheckProblem, type CheckProblemKind } from './storage/catalog-check.js'

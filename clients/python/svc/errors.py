@@ -8,6 +8,8 @@ by ``code``. Unknown codes stay a plain :class:`SvcError`.
 from __future__ import annotations
 
 import email.utils
+import math
+import re
 import json
 import time
 from typing import Any, Dict, Mapping, Optional, Type
@@ -210,6 +212,11 @@ def error_class_for(code: Any) -> Type[SvcError]:
     return ERROR_CLASSES.get(code, SvcError) if isinstance(code, int) else SvcError
 
 
+# delta-seconds (RFC 9110 §10.2.3), leniently with a fraction; anything else number-like is refused
+_DELTA_SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")
+_NUMBER_LIKE = re.compile(r"[-+]?([0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?|inf(inity)?|nan)", re.IGNORECASE)
+
+
 def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
     """Seconds from a Retry-After header value: delta-seconds or an HTTP-date. None if absent/bad."""
     if value is None:
@@ -217,15 +224,15 @@ def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Opti
     value = value.strip()
     if not value:
         return None
-    if value.isdigit():
-        return float(int(value))
     try:
-        seconds = float(value)
-        if seconds >= 0:
-            return seconds
+        seconds = float(value) if _DELTA_SECONDS.fullmatch(value) else None
+    except (ValueError, OverflowError):
+        seconds = None
+    if seconds is not None:
+        # a wait the caller can honour: finite ("inf", "1e309" or 400 nines are not), not negative
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    if _NUMBER_LIKE.fullmatch(value):
         return None
-    except ValueError:
-        pass
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

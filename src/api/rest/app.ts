@@ -19,6 +19,7 @@ import { nodeInfoRoutes, type NodeInfoInit } from './routes/node-info.js'
 import { signatureRoutes } from './routes/signature.js'
 import { telemetrySeriesRoutes } from './routes/telemetry-series.js'
 import { whoamiRoutes } from './routes/whoami.js'
+import { nodeBackupRoutes } from './routes/node-backup.js'
 
 export type { RestContext, RestRoute, RestState } from './operation.js'
 
@@ -72,6 +73,8 @@ export function restRoutes(init: RestApiInit, components: RestApiComponents, ope
     ...signatureRoutes(),
     ...telemetrySeriesRoutes(engine),
     ...federationMemberRoutes(engine),
+    // operator tools
+    ...nodeBackupRoutes(engine, init.node),
   ]
 }
 

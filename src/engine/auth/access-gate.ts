@@ -27,12 +27,15 @@ export class AccessGate {
 
   /**
    * A Principal for these credentials, narrowed to `X-Svc-Namespace` (a child namespace of the
-   * credential's tenant, never another tenant), or 1003 (401/403) or 1005. Rate limits are charged
+   * credential's tenant, never another tenant), or 1003 (401/403) or 1005. An address that used up
+   * its failed-authentication budget is refused (1005) before its credential is looked at. Rate limits are charged
    * to the credential and its own tenant before narrowing, so namespaces share the tenant's
    * budget. `caller.principal` is set as soon as the caller is known (before the rate limits are
    * charged), so a later refusal is audited under its tenant.
    */
   async admit(input: CredentialInput, caller?: { principal: Principal | undefined }): Promise<Principal> {
+    // an address over its failed-authentication budget gets no credential checked (1005)
+    await this.c.rateLimits.admitAddress(input.ip)
     let principal: Principal
     try {
       principal = await this.c.authenticator.authenticate(input)

@@ -23,6 +23,7 @@ export class RateLimits {
   private readonly perKey: RateLimiterMemory | undefined
   private readonly perTenant: RateLimiterMemory | undefined
   private readonly perIp: RateLimiterMemory | undefined
+  private readonly ipPoints: number
 
   constructor(init: RateLimitsInit) {
     const make = (r: RateLimitRule, keyPrefix: string) =>
@@ -30,6 +31,18 @@ export class RateLimits {
     this.perKey = make(init.perKey, 'key')
     this.perTenant = make(init.perTenant, 'tenant')
     this.perIp = make(init.perIpUnauthenticated, 'ip')
+    this.ipPoints = init.perIpUnauthenticated.points
+  }
+
+  /**
+   * 1005 when the address has used up its failed-authentication budget: until its window ends no
+   * credential from it is checked at all, so a flood of guesses gets no answer that tells a right
+   * guess from a wrong one (a valid credential from that address waits like the rest).
+   */
+  async admitAddress(ip: string): Promise<void> {
+    if (!this.perIp) return
+    const res = await this.perIp.get(ip)
+    if (res !== null && res.consumedPoints >= this.ipPoints) throw rateLimited(res, 'address')
   }
 
   /** Charges one request to the principal's credential and tenant. */
@@ -51,10 +64,14 @@ async function consume(limiter: RateLimiterMemory | undefined, key: string, what
     await limiter.consume(key, 1)
   } catch (res) {
     if (!(res instanceof RateLimiterRes)) throw res
-    const retryAfterSeconds = Math.max(1, Math.ceil(res.msBeforeNext / 1000))
-    throw new SvcError('RATE_LIMITED', `rate limit of this ${what} exceeded; retry in ${retryAfterSeconds} s`, {
-      retryAfterSeconds,
-      details: { limit: what, retry_after_s: retryAfterSeconds },
-    })
+    throw rateLimited(res, what)
   }
+}
+
+function rateLimited(res: RateLimiterRes, what: string): SvcError {
+  const retryAfterSeconds = Math.max(1, Math.ceil(res.msBeforeNext / 1000))
+  return new SvcError('RATE_LIMITED', `rate limit of this ${what} exceeded; retry in ${retryAfterSeconds} s`, {
+    retryAfterSeconds,
+    details: { limit: what, retry_after_s: retryAfterSeconds },
+  })
 }

@@ -1,8 +1,8 @@
 import type { AbstractBatchOperation, AbstractLevel, AbstractSublevel } from 'abstract-level'
-import { SvcError } from '../../core/errors.js'
 import type { BranchHead, BranchMove } from '../branches/types.js'
 import type { ExecutionRecord, FunctionStats, FunctionVersion, LedgerEntry } from '../types.js'
 import { GroupCommit, type JsonSublevel, type QueuedPut } from './group-commit.js'
+import { DataFormatMismatch } from './storage-errors.js'
 
 /** Format of what this code writes. Bump it with a migration when the layout changes. */
 export const DATA_FORMAT_VERSION = 1
@@ -107,11 +107,7 @@ export class CatalogStore {
       await this.meta.put('data_format_version', DATA_FORMAT_VERSION)
     } else if (stored !== DATA_FORMAT_VERSION) {
       await this.db.close()
-      throw new SvcError(
-        'INTERNAL_ERROR',
-        `data directory holds data format ${String(stored)}; this svc-node reads format ${DATA_FORMAT_VERSION}`,
-        { details: { stored, expected: DATA_FORMAT_VERSION } },
-      )
+      throw new DataFormatMismatch(stored, DATA_FORMAT_VERSION)
     }
     this.started = true
   }
