@@ -154,6 +154,8 @@ describe('REST answers match /openapi.json (a real daemon)', () => {
     await call('DELETE', '/api/v1/auth/v2/api-keys/{keyId}', `/api/v1/auth/v2/api-keys/${minted.body.key_id as string}`)
     await call('GET', '/api/v1/audit', '/api/v1/audit?limit=50')
     await call('GET', '/api/v1/audit', '/api/v1/audit?limit=0')
+    // an operator's backup (the archive itself is checked by test/faults/operator-tools.test.ts)
+    expect((await call('GET', '/api/v1/admin/backup', '/api/v1/admin/backup')).status).toBe(200)
 
     // native test mode
     await call('POST', '/api/v1/execution/execute', '/api/v1/execution/execute', { body: { rufid: `rufid:${short}`, function_name: 'add', input_data: { a: 1, b: 2 } } })
