@@ -27,7 +27,7 @@ import type { FederationPort } from './replication/federation-port.js'
 import { fetchMissingCode } from './replication/remote-code.js'
 import { WheelProvisioner, type WheelProvisionerInit } from './executions/wheel-provisioner.js'
 import type { Readable } from 'node:stream'
-import { backupStream } from './storage/backup.js'
+import { backupStream, requireOperator } from './storage/backup.js'
 import { DATA_FORMAT_VERSION } from './storage/catalog-store.js'
 
 export interface EngineAuthInit {
@@ -103,6 +103,8 @@ export interface Engine {
    * (storage/backup.ts). Operators only (an admin of the node's admin tenant), 1003 otherwise.
    */
   backup(principal: Principal, writtenBy: string): Readable
+  /** 1003 unless the principal is an operator: an admin of the node's admin tenant (node-wide operations) */
+  requireOperator(principal: Principal): void
   /** latency, error rate and cost of one function over a window such as `15m` */
   telemetry(principal: Principal, target: FunctionTarget, window: string): Promise<FunctionTelemetry>
   /** the same over a window cut into `buckets` equal buckets, for charts */
@@ -191,6 +193,9 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     },
     backup(principal, writtenBy) {
       return backupStream(principal, { db, catalogLock }, { dataFormatVersion: DATA_FORMAT_VERSION, writtenBy, operatorTenant: init.auth.defaultTenant })
+    },
+    requireOperator(principal) {
+      requireOperator(principal, init.auth.defaultTenant)
     },
     telemetry(principal, target, window) {
       return functionTelemetry(principal, target, window, { store, functions })

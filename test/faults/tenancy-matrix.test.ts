@@ -23,10 +23,7 @@ const bearer = (key: string) => ({ authorization: `Bearer ${key}` })
  * `route → what leaks`. The test fails when a leak is found that is not here, and when one listed
  * here is fixed (so the list is kept true).
  */
-const KNOWN_LEAKS: Record<string, string> = {
-  'POST /api/v1/federation/sync':
-    "any tenant's admin gets every tenant's catalog (names, signatures, descriptions, authors, ledger) and may push changes into any tenant: the route must be for operators (admins of the node's admin tenant) or members only",
-}
+const KNOWN_LEAKS: Record<string, string> = {}
 
 interface Secrets {
   /** strings only tenant A's data holds */
@@ -130,7 +127,7 @@ describe('tenancy matrix: tenant B against tenant A on every door (real daemon p
       'POST /api/v1/federation/nodes': { body: { node_id: 'x', endpoint: 'http://127.0.0.1:1', auth: { certificate: '', public_key: '' } }, expect: [400, 403] },
       'GET /api/v1/federation/nodes': { expect: [200] },
       'GET /api/v1/federation/discover/{rufid}': { path: `/api/v1/federation/discover/${a.short}`, expect: [404] },
-      'POST /api/v1/federation/sync': { body: { added: [], updated: [], deleted: [], vector: {} }, expect: [200, 403] },
+      'POST /api/v1/federation/sync': { body: { added: [], updated: [], deleted: [], vector: {} }, expect: [403] },
       'GET /api/v1/federation/catalog/digest': { expect: [200] },
       'GET /api/v1/federation/conflicts': { expect: [200] },
       'GET /api/v1/federation/members': { expect: [200] },
@@ -177,21 +174,21 @@ describe('tenancy matrix: tenant B against tenant A on every door (real daemon p
     const knownSeen = [...new Set(restLeaks.map((l) => l.what))].sort()
     expect(knownSeen, 'KNOWN_LEAKS lists a leak that no longer happens: remove it').toEqual(Object.keys(KNOWN_LEAKS).sort())
     rec.figures({ routes: routes.length, requests: Object.keys(answered).length + 2, leaks_outside_known: unexpected.length, known_leaks: knownSeen.length })
-    rec.summary(`${routes.length} routes of /openapi.json (all in the matrix), ${Object.keys(answered).length + 2} requests by B: A's resources 404/403, no leak but the known one (${knownSeen.join(', ')})`)
+    rec.summary(`${routes.length} routes of /openapi.json (all in the matrix), ${Object.keys(answered).length + 2} requests by B: A's resources 404/403, ${knownSeen.length === 0 ? 'no leak' : `known leaks: ${knownSeen.join(', ')}`}`)
   }, 120_000)
 
-  it('REST known leak, kept visible: POST /api/v1/federation/sync gives a tenant admin every tenant\'s catalog', async () => {
+  it("REST: POST /api/v1/federation/sync is for operators: tenant B's admin gets 403 and none of A's catalog", async () => {
     const rec = recordFault('tenancy.federation-sync', {
       fault: "tenant B's admin key on POST /api/v1/federation/sync with an empty version vector",
-      expectation: "no data of tenant A in the answer (the route is for members or operators)",
-      known_failure: KNOWN_LEAKS['POST /api/v1/federation/sync']!,
+      expectation: "403, no data of tenant A in the answer (the route is for operators: admins of the node's admin tenant)",
     })
     const res = await call(`${d.url}/api/v1/federation/sync`, 'POST', { added: [], updated: [], deleted: [], vector: {} }, bearer(keyB))
     const text = JSON.stringify(res.body)
     const seen = secrets.markers.filter((m) => text.includes(m))
     rec.figures({ status: res.status, markers_of_a_in_answer: seen.length })
-    rec.summary(`answered ${res.status} with ${seen.length} of A's ${secrets.markers.length} secrets (function names, descriptions, digests)`)
-    expect(seen.length).toBeGreaterThan(0) // remove this case (and its KNOWN_LEAKS entry) once the route is closed
+    rec.summary(`answered ${res.status} with ${seen.length} of A's ${secrets.markers.length} secrets`)
+    expect(res.status).toBe(403)
+    expect(seen).toEqual([])
   })
 
   it('GraphQL: every query and mutation field, tenant B against tenant A', async () => {

@@ -60,12 +60,13 @@ export function federationRoutes(engine: Engine): RestRoute<never, unknown>[] {
 
     defineRoute({
       method: 'post', path: '/api/v1/federation/sync', operation: 'federation.sync',
-      summary: "Incremental sync (admin): applies the caller's changes, answers this node's above its vector",
+      summary: "Incremental sync (operators: admins of the node's admin tenant; it covers every tenant): applies the caller's changes, answers this node's above its vector",
       request: syncRequestSchema,
       responses: { 200: syncBatchSchema },
       errors: [...CALLER_ERRORS, ...BODY_ERRORS, 409, 502],
       async handle(principal, ctx) {
-        requirePermission(principal!, 'rufid.admin')
+        // a sync batch holds and changes every tenant's catalog: operators only (issue 16's tenancy matrix)
+        engine.requireOperator(principal!)
         return federationOf(engine).sync(bodyOf(ctx) as never)
       },
     }),
