@@ -263,16 +263,13 @@ describe('hostile input on every door (real daemon process, fast-check)', () => 
     rec.summary(`${counts.grpc} calls on ${methods.length} methods (seed ${SEED}): never INTERNAL or UNKNOWN; server alive`)
   }, 240_000)
 
-  // Issue 16, a failure this suite found (fix in src/api/grpc, the doors engineer's area; see the
-  // report): a request message that is not protobuf is answered INTERNAL, because grpc-js answers
-  // INTERNAL whenever a method's deserializer throws. The fix: give each method a deserializer that
-  // never throws (it returns a marker for bytes that do not decode) and answer the marker with
-  // INVALID_ARGUMENT and svc-error-code 1006, as every other malformed request is. Passes once done.
-  it.fails('gRPC: random bytes as the request message of every method answer INVALID_ARGUMENT, not INTERNAL', async () => {
+  // Issue 16, a failure this suite found: a request message that is not protobuf was answered
+  // INTERNAL (grpc-js answers INTERNAL whenever a method's deserializer throws). Fixed: the gRPC
+  // door's deserializers never throw, and an undecodable message is 1006 (INVALID_ARGUMENT).
+  it('gRPC: random bytes as the request message of every method answer INVALID_ARGUMENT, not INTERNAL', async () => {
     const rec = recordFault('hostile.grpc-bytes', {
       fault: 'fast-check random bytes as the request message of every method of svc.v1.SvcProtocolService',
       expectation: 'INVALID_ARGUMENT (1006) for bytes that are not the message, never INTERNAL or UNKNOWN; server alive',
-      known_failure: 'grpc-js answers INTERNAL when a deserializer throws; fix: a non-throwing deserializer and INVALID_ARGUMENT/1006 in the gRPC door',
     })
     const { client, methods, outcome, judgeGrpc } = grpcHarness()
     const statuses: Record<string, number> = {}

@@ -1,6 +1,6 @@
-import { status, type handleUnaryCall, type ServerUnaryCall } from '@grpc/grpc-js'
+import { status, type handleUnaryCall, type ServerUnaryCall, type ServiceDefinition } from '@grpc/grpc-js'
 import type { Logger } from 'pino'
-import type { SvcError } from '../../core/errors.js'
+import { validationFailed, type SvcError } from '../../core/errors.js'
 import {
   createOperationEnvelope, enveloped,
   type CallerOperation, type Engine, type OperationEnvelope,
@@ -28,8 +28,44 @@ export function createGrpcDoor(components: GrpcDoorComponents): GrpcDoor {
     credentialsOf,
     ipOf: (call) => ipOfPeer(call.getPeer()),
     statusOf: (error?: SvcError) => statusName(error === undefined ? status.OK : grpcStatusOf(error)),
+    decode: (call) => requireDecodedRequest((call as { request?: unknown }).request),
   }, components)
   return { ...components, envelope }
+}
+
+/** What a request message that did not decode becomes (see `tolerantService`). */
+class UndecodableRequest {
+  constructor(readonly reason: string) {}
+}
+
+/**
+ * The service definition with deserializers that never throw: grpc-js answers INTERNAL when a
+ * deserializer throws, so bytes that are not the method's message would look like a fault of the
+ * node. They become an `UndecodableRequest`, which the envelope's decode step answers with 1006
+ * (INVALID_ARGUMENT), as every other malformed request is (found by test/faults/hostile-input).
+ */
+export function tolerantService<S extends ServiceDefinition>(service: S): S {
+  const methods = Object.entries(service).map(([name, method]) => [name, {
+    ...method,
+    requestDeserialize: (bytes: Buffer): unknown => {
+      try {
+        return method.requestDeserialize(bytes)
+      } catch (err) {
+        return new UndecodableRequest(err instanceof Error ? err.message : String(err))
+      }
+    },
+  }])
+  return Object.fromEntries(methods) as S
+}
+
+/** 1006 for a request message that did not decode (see `tolerantService`), or undefined. */
+export function undecodableError(request: unknown): SvcError | undefined {
+  return request instanceof UndecodableRequest ? validationFailed(`the request message does not decode: ${request.reason}`) : undefined
+}
+
+function requireDecodedRequest(request: unknown): void {
+  const err = undecodableError(request)
+  if (err) throw err
 }
 
 /**

@@ -7,7 +7,7 @@ import { SvcError } from '../../core/errors.js'
 import type { Engine } from '../../engine/index.js'
 import { loadProtos, SERVICE_NAME } from './proto.js'
 import { reflectionDefinitionOf } from './reflection.js'
-import { createGrpcDoor } from './operation.js'
+import { createGrpcDoor, tolerantService } from './operation.js'
 import { svcProtocolHandlers } from './service.js'
 import { executionStreams } from './stream-executions.js'
 
@@ -68,7 +68,7 @@ export function createGrpcServer(init: GrpcServerInit, components: GrpcServerCom
           'grpc.keepalive_time_ms': 60_000,
           'grpc.keepalive_timeout_ms': 20_000,
         })
-        s.addService(proto.svc.v1.SvcProtocolService.service, svcProtocolHandlers(door, streams))
+        s.addService(tolerantService(proto.svc.v1.SvcProtocolService.service), svcProtocolHandlers(door, streams))
         health.addToServer(s)
         new ReflectionService(reflectionDefinitionOf(packageDefinition)).addToServer(s)
         const address = `${init.host.includes(':') && !init.host.startsWith('[') ? `[${init.host}]` : init.host}:${init.port}`

@@ -5,7 +5,7 @@ import { credentialsOf } from './credentials.js'
 import { grpcErrorOf, statusName } from './errors.js'
 import type { ExecutionEvent as ExecutionEventMessage } from './generated/svc/v1/ExecutionEvent.js'
 import type { StreamRequest__Output } from './generated/svc/v1/StreamRequest.js'
-import type { GrpcDoor } from './operation.js'
+import { undecodableError, type GrpcDoor } from './operation.js'
 import { executionEventMessage } from './presenters.js'
 
 export const STREAM_OPERATION = 'rufid.stream_executions'
@@ -45,7 +45,8 @@ export function executionStreams(door: GrpcDoor, init: ExecutionStreamsInit): Ex
     const operation = envelope.open(STREAM, '')
     const credentials = credentialsOf(call)
     operation.ip = credentials.ip
-    const rufid = call.request.rufid === '' ? undefined : call.request.rufid
+    const undecodable = undecodableError(call.request)
+    const rufid = undecodable || call.request.rufid === '' ? undefined : call.request.rufid
     operation.rufid = rufid ?? null
     let listener: ((event: ExecutionEvent) => void) | undefined
     let done = false
@@ -72,6 +73,7 @@ export function executionStreams(door: GrpcDoor, init: ExecutionStreamsInit): Ex
     void (async () => {
       try {
         if (refusing) throw refusing
+        if (undecodable) throw undecodable
         const admitted = await envelope.admit(operation, credentials)
         requirePermission(admitted, 'rufid.read')
         const target = rufid === undefined ? undefined : engine.functions.target(admitted, rufid)
