@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createSandbox, type Sandbox } from '../../../src/engine/execution/index.js'
+import { createSandbox, type Sandbox } from '../../../src/engine/sandbox/index.js'
 import { ADD_PY, py, pyBody, PYTHON_HOOK_TIMEOUT_MS } from './fixtures/python.js'
 import { fn } from './helpers.js'
 
