@@ -112,7 +112,7 @@ describe('pinned wheels fetched from federation members', () => {
     await member('liar', {
       bootstrap: [addr(provider), addr(fetcher)],
       patch: (f) => {
-        (f as unknown as { serveWheel: () => unknown }).serveWheel = () => {
+        (f.wheels as unknown as { serveWheel: () => unknown }).serveWheel = () => {
           lies++
           return { filename: impostor.file, bytes: readFileSync(join(root, 'provider-wheelhouse', impostor.file)).toString('base64') }
         }
