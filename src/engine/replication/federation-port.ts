@@ -38,7 +38,7 @@ export interface FederatedDiscovery {
 
 /**
  * The engine's network port: what the engine and its adapters may ask of the federation. A node
- * without federation has none (`engine.federation` is undefined) and runs alone.
+ * without federation has none (`engine.federation.port` is undefined) and runs alone.
  */
 export interface FederationPort {
   readonly nodeId: string
