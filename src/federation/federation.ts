@@ -77,6 +77,8 @@ export class Federation implements FederationPort {
   }
 
   async start(): Promise<void> {
+    // refused before anything starts (connect below would refuse it after the node started)
+    if (this.engine.federation.port !== undefined) throw new Error('another federation is connected to this engine')
     // this node's changes carry its PeerId and signature; others' are applied only when they verify
     const signing = await this.engine.replication.useAuthenticator(createChangeAuthenticator({
       privateKey: this.init.privateKey, peerId: this.node.peerId, certPem: this.init.certPem, verifier: this.verifier,

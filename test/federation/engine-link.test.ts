@@ -3,7 +3,7 @@
 // changes published), and replicated changes and conflicts the engine publishes and audits itself,
 // with no federation object involved.
 import { afterAll, describe, expect, it } from 'vitest'
-import type { CatalogChange, FederationPort, SyncBatch, SystemEvent } from '../../src/engine/index.js'
+import type { AuditEntry, CatalogChange, FederationPort, SyncBatch, SystemEvent } from '../../src/engine/index.js'
 import { createTestEngine, principal, type TestEngine } from '../fixtures/engine.js'
 import { signingReplica, waitFor } from './fixtures.js'
 
@@ -34,11 +34,11 @@ const port = (nodeId: string): FederationPort => ({
   discover: async () => { throw new Error('not used') },
 })
 
-async function auditOf(t: TestEngine, operation: string) {
-  return waitFor(async () => {
+async function auditOf(t: TestEngine, operation: string): Promise<AuditEntry[]> {
+  return waitFor(async (): Promise<AuditEntry[] | false> => {
     const { items } = await t.engine.auditLog.query({ operation, limit: 10 })
-    return items.length > 0 ? items : undefined
-  }, 10_000)
+    return items.length > 0 ? items : false
+  }, 10_000) as Promise<AuditEntry[]>
 }
 
 describe("the engine's federation link", () => {
