@@ -22,6 +22,13 @@ export default tseslint.config(
     },
   },
   {
+    // a promise nobody awaits, returns, or marks `void` on purpose: its rejection would be unhandled
+    // (type-aware: each file is checked in the TypeScript project that includes it)
+    files: ['**/*.ts', '**/*.tsx'],
+    languageOptions: { parserOptions: { projectService: { allowDefaultProject: ['console/vite.config.ts'] }, tsconfigRootDir: import.meta.dirname } },
+    rules: { '@typescript-eslint/no-floating-promises': 'error' },
+  },
+  {
     files: ['src/core/**'],
     rules: restrict([['../*', '../**']], 'core/ imports nothing of ours outside core/'),
   },

@@ -65,10 +65,10 @@ step('Python gRPC stubs (svc.v1) are what scripts/gen-python-grpc.py writes', 'p
   }
 }
 
-// 3. Python client
-if (existsSync(join(root, 'clients/python'))) {
-  const report = join(out, 'pytest.xml')
-  const status = run('pytest (clients/python)', 'python3', ['-m', 'pytest', '-q', `--junitxml=${report}`], { cwd: join(root, 'clients/python') })
+// 3. pytest suites: the Python client, and the sandbox's Python prelude under CPython
+function pytestSuite(label, dir, reportName) {
+  const report = join(out, reportName)
+  const status = run(`pytest (${label})`, 'python3', ['-m', 'pytest', '-q', `--junitxml=${report}`], { cwd: join(root, dir) })
   if (existsSync(report)) {
     const xml = readFileSync(report, 'utf8')
     for (const m of xml.matchAll(/<testsuite\b([^>]*)>/g)) {
@@ -80,13 +80,15 @@ if (existsSync(join(root, 'clients/python'))) {
     }
     if (status !== 0 && !/failures="[1-9]|errors="[1-9]/.test(xml)) {
       totals.failed++
-      problems.push(`pytest exited ${status}`)
+      problems.push(`pytest (${label}) exited ${status}`)
     }
   } else {
     totals.failed++
-    problems.push('pytest wrote no report')
+    problems.push(`pytest (${label}) wrote no report`)
   }
 }
+if (existsSync(join(root, 'clients/python'))) pytestSuite('clients/python', 'clients/python', 'pytest.xml')
+pytestSuite('test/python', 'test/python', 'pytest-prelude.xml')
 
 // 4. Go client
 if (existsSync(join(root, 'clients/go'))) {

@@ -3,6 +3,7 @@ package svc
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 )
 
 // Field names every client exposes the same way, whatever node version answers:
@@ -42,7 +43,9 @@ func fillRUFIDForms(rufid string, short, full *string, version, tenant string) {
 		}
 	}
 	if *full == "" && *short != "" && versionPattern.MatchString(version) && tenant != "" {
-		*full = "rufid:" + *short + ":" + version + ":" + tenant
+		if n, err := strconv.Atoi(version[1:]); err == nil {
+			*full = FormatRUFID(*short, n, tenant)
+		}
 	}
 }
 

@@ -23,7 +23,8 @@ import type { CatalogStore, LevelDatabase } from './storage/catalog-store.js'
 import type { Principal } from './types.js'
 import { CatalogReplica } from './replication/catalog-replica.js'
 import { Mutex } from './mutex.js'
-import type { FederationPort } from './replication/federation-port.js'
+import type { FederationLink } from './replication/federation-port.js'
+import { createFederationLink, reportReplicatedChanges } from './replication/federation-link.js'
 import { fetchMissingCode } from './replication/remote-code.js'
 import { WheelProvisioner, type WheelProvisionerInit } from './executions/wheel-provisioner.js'
 import type { Readable } from 'node:stream'
@@ -90,10 +91,11 @@ export interface Engine {
   readonly marketplace: Marketplace
   /** the replicated catalog: change log, version vector, conflicts, digest */
   readonly replication: CatalogReplica
-  /** the federation port, when this node is a federation member (undefined: a single node) */
-  readonly federation: FederationPort | undefined
-  /** attaches (or, with undefined, detaches) the federation port */
-  attachFederation(port: FederationPort | undefined): void
+  /**
+   * The link a federation connects its port to and reports through (`federation.port` undefined:
+   * a single node). The engine records and publishes replicated changes and conflicts itself.
+   */
+  readonly federation: FederationLink
   /** service-spec §4.3 native execution */
   nativeExecute(principal: Principal, body: NativeExecuteRequest): Promise<NativeExecuteResult>
   /** `/v1` publish: base64 source and a runtime such as `node20` or `python3.11` */
@@ -136,12 +138,11 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
       recorded: (op, fn, ledger) => replication.recordLocal(op, fn, ledger),
       movedBranch: (ledger, move) => replication.recordLocalMove(ledger, move),
       assertNotLoser: (tenant, short, version) => replication.assertNotLoser(tenant, short, version),
-      fetchCode: (fn) => fetchMissingCode(fn, { store, federation }),
+      fetchCode: (fn) => fetchMissingCode(fn, { store, federation: federation.port }),
     },
   })
   replication.onApplied((fn) => functions.invalidate(fn.tenant_id, fn.rufid_short, fn.version))
-  let federation: FederationPort | undefined
-  const wheels = new WheelProvisioner(init.wheels ?? {}, { federation: () => federation })
+  const wheels = new WheelProvisioner(init.wheels ?? {}, { federation: () => federation.port })
   const executions = new ExecutionService(init.execution, { registry: functions, store, sandbox, metrics, events, wheels })
   const keys = new ApiKeyService(init.auth.keys, init.auth.mode === 'standard' ? createLevelKeyStorage(db) : createMemoryKeyStorage())
   const authenticator: Authenticator = init.auth.mode === 'none'
@@ -153,6 +154,8 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
   // the admins of the node's admin tenant are its operators: they read every tenant's audit entries
   const auditLog = new AuditLog({ operatorTenant: init.auth.defaultTenant, ...init.audit }, { db })
   const access = new AccessGate({ authenticator, rateLimits: new RateLimits(init.rateLimits), audit: auditLog })
+  const federation = createFederationLink({ auditLog, events })
+  reportReplicatedChanges(replication, { auditLog, events })
   const marketplace = new Marketplace(init.marketplace ?? { maxIndexedFunctions: DEFAULT_MAX_INDEXED_FUNCTIONS }, { store, events })
   let ready = false
   let starting: Promise<void> | undefined
@@ -179,12 +182,7 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     },
     marketplace,
     replication,
-    get federation() {
-      return federation
-    },
-    attachFederation(port) {
-      federation = port
-    },
+    federation,
     nativeExecute(principal, body) {
       return nativeExecute(principal, body, { functions, executions })
     },

@@ -140,7 +140,7 @@ export function createMetrics(init: MetricsInit = {}): SvcMetrics {
     routingTableSource,
     cacheHitRatioSource: ratioSource,
   }
-  // every result the federation reports (src/federation/federation.ts) reads 0 before the first
+  // every result the federation reports (src/federation/: code-provider.ts, node.ts, catalog-sync.ts) reads 0 before the first
   // discovery, so a rate() or an alert on it has a series from the start
   for (const result of DISCOVERY_RESULTS) metrics.federationDiscoveryRequests.inc({ result }, 0)
   for (const reason of MEMBERSHIP_REFUSAL_REASONS) metrics.federationMembershipRefusals.inc({ reason }, 0)

@@ -2,18 +2,19 @@ import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto'
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import forge from 'node-forge'
+import { nodeCertificateFault, normalizeCertificateId, PEER_ID_URI_SCHEME, type NodeCertificateFailure } from '../core/node-certificate.js'
 
 /**
  * Federation certificates: a federation CA (node-forge) issues node certificates whose subject
- * alternative name `URI:libp2p:<peerId>` binds the node's libp2p PeerId. Verification uses
- * node:crypto `X509Certificate`: chain to the CA, validity period, revocation list, PeerId binding.
+ * alternative name `URI:libp2p:<peerId>` binds the node's libp2p PeerId. Verification applies the
+ * rules of `core/node-certificate.ts` (the same receipts are checked with): chain to the CA, a node
+ * certificate bound to the PeerId, validity period, revocation list.
  */
 
 export const CA_CERT_FILE = 'ca.crt'
 export const CA_KEY_FILE = 'ca.key'
 export const NODE_CERT_FILE = 'node.crt'
 export const NODE_KEY_FILE = 'node.key'
-export const PEER_ID_URI_PREFIX = 'libp2p:'
 
 export interface CertificateAuthority {
   certPem: string
@@ -97,7 +98,7 @@ export function issueNodeCertificate(ca: CertificateAuthority, peerId: string, o
     { name: 'basicConstraints', cA: false },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
     { name: 'extKeyUsage', serverAuth: true, clientAuth: true },
-    { name: 'subjectAltName', altNames: [{ type: 6, value: `${PEER_ID_URI_PREFIX}${peerId}` }] },
+    { name: 'subjectAltName', altNames: [{ type: 6, value: `${PEER_ID_URI_SCHEME}${peerId}` }] },
   ])
   cert.sign(caKey, forge.md.sha256.create())
   const certPem = forge.pki.certificateToPem(cert)
@@ -138,16 +139,24 @@ export interface VerifiedMember {
   validTo: string
 }
 
-const normalizeId = (s: string): string => s.replace(/[:\s]/g, '').toLowerCase().replace(/^0+/, '')
+/** A core rule broken, as a membership failure (the names refusals, audits and metrics use). */
+function membershipFailureOf(failure: NodeCertificateFailure, cert: X509Certificate): MembershipFailure {
+  switch (failure) {
+    case 'foreign_ca': return 'untrusted_chain'
+    // a CA certificate is not a member's; a node certificate that binds no PeerId binds not this one
+    case 'not_certified': return cert.ca ? 'untrusted_chain' : 'peer_id_mismatch'
+    default: return failure
+  }
+}
 
-/** Checks node certificates against one CA and revocation list. */
+/** Checks node certificates against one CA and revocation list (the rules of core/node-certificate.ts). */
 export class CertificateVerifier {
   private readonly ca: X509Certificate
   private readonly revoked: Set<string>
 
   constructor(init: VerifyInit) {
     this.ca = new X509Certificate(init.caCertPem)
-    this.revoked = new Set((init.revoked ?? []).map(normalizeId))
+    this.revoked = new Set((init.revoked ?? []).map(normalizeCertificateId))
   }
 
   /**
@@ -161,32 +170,10 @@ export class CertificateVerifier {
     } catch (err) {
       throw new MembershipError('malformed', `not an X.509 certificate: ${(err as Error).message}`)
     }
-    if (!cert.checkIssued(this.ca) || !cert.verify(this.ca.publicKey)) {
-      throw new MembershipError('untrusted_chain', `certificate ${cert.subject.replace(/\n/g, ', ')} is not signed by the federation CA`)
-    }
-    if (cert.ca) throw new MembershipError('untrusted_chain', 'a CA certificate is not a node certificate')
-    const from = new Date(cert.validFrom)
-    const to = new Date(cert.validTo)
-    if (now < from) throw new MembershipError('not_yet_valid', `certificate is valid from ${from.toISOString()}`)
-    if (now > to) throw new MembershipError('expired', `certificate expired at ${to.toISOString()}`)
-    if (this.revoked.has(normalizeId(cert.serialNumber)) || this.revoked.has(normalizeId(cert.fingerprint256))) {
-      throw new MembershipError('revoked', `certificate ${cert.serialNumber} is revoked`)
-    }
-    const bound = peerIdsOf(cert)
-    if (!bound.includes(remotePeerId)) {
-      throw new MembershipError('peer_id_mismatch', `certificate binds ${bound.join(', ') || 'no PeerId'}, not ${remotePeerId}`)
-    }
-    return { peerId: remotePeerId, serial: cert.serialNumber, fingerprint256: cert.fingerprint256, subject: cert.subject, validTo: to.toISOString() }
+    const fault = nodeCertificateFault(cert, { ca: this.ca, peerId: remotePeerId, now, revoked: this.revoked })
+    if (fault !== undefined) throw new MembershipError(membershipFailureOf(fault.failure, cert), fault.message)
+    return { peerId: remotePeerId, serial: cert.serialNumber, fingerprint256: cert.fingerprint256, subject: cert.subject, validTo: new Date(cert.validTo).toISOString() }
   }
-}
-
-/** The PeerIds a certificate binds (its `URI:libp2p:<peerId>` subject alternative names). */
-export function peerIdsOf(cert: X509Certificate): string[] {
-  const san = cert.subjectAltName ?? ''
-  return san.split(/,\s*/)
-    .map((part) => part.trim())
-    .filter((part) => part.startsWith(`URI:${PEER_ID_URI_PREFIX}`))
-    .map((part) => part.slice(`URI:${PEER_ID_URI_PREFIX}`.length))
 }
 
 async function writePrivate(path: string, text: string): Promise<void> {

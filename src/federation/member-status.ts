@@ -16,7 +16,7 @@ interface CatalogDigest {
 
 export interface MemberStatusComponents {
   node: FederationNode
-  replica: CatalogReplica
+  replica: Pick<CatalogReplica, 'digest'>
   /** nodes known from registrations only (not connected to this node) */
   registered: () => ReadonlyMap<string, NodeRegistration>
 }
@@ -37,6 +37,10 @@ export class MemberStatusService {
 
   async start(): Promise<void> {
     await this.c.node.handleMembers(MEMBER_STATUS_PROTOCOL, async () => this.ownDigest())
+  }
+
+  async stop(): Promise<void> {
+    await this.c.node.unhandle(MEMBER_STATUS_PROTOCOL)
   }
 
   /** This node first, then connected members, then nodes known from registrations only. */

@@ -107,6 +107,8 @@ export class FederationNode {
   private readonly log: FederationLogger
   private readonly membership: Membership
   private readonly gossipHandlers = new Map<string, GossipHandler>()
+  /** whether this libp2p node's gossip reaches `gossipHandlers` (one listener per libp2p node) */
+  private listeningToGossip = false
   private libp2p: Libp2p<Services> | undefined
   private starting: Promise<void> | undefined
   readonly peerId: string
@@ -264,6 +266,7 @@ export class FederationNode {
     this.starting = undefined
     const node = this.libp2p
     this.libp2p = undefined
+    this.listeningToGossip = false
     this.membership.detach()
     await node?.stop()
   }
@@ -313,6 +316,11 @@ export class FederationNode {
     }, { runOnLimitedConnection: false })
   }
 
+  /** Stops serving a protocol `handleMembers` served (a stopped node serves nothing). */
+  async unhandle(protocol: string): Promise<void> {
+    if (this.libp2p !== undefined) await this.libp2p.unhandle(protocol)
+  }
+
   /** Sends one JSON request to a member and returns its response; throws on a refusal or an error answer. */
   async request(peerId: string, protocol: string, body: unknown, timeoutMs = 10_000): Promise<unknown> {
     const member = await this.ensureMember(peerId)
@@ -359,7 +367,8 @@ export class FederationNode {
       if (verdict !== 'reject') void this.refuse(publisher, verdict.refuse, verdict.detail)
       return TopicValidatorResult.Reject
     })
-    if (this.gossipHandlers.size === 1) {
+    if (!this.listeningToGossip) {
+      this.listeningToGossip = true
       pubsub.addEventListener('message', (evt) => {
         const message = evt.detail
         if (message.type !== 'signed') return
@@ -376,6 +385,15 @@ export class FederationNode {
       })
     }
     pubsub.subscribe(topic)
+  }
+
+  /** Stops delivering a topic `subscribe` delivered (its validator goes with it). */
+  unsubscribe(topic: string): void {
+    this.gossipHandlers.delete(topic)
+    const pubsub = this.libp2p?.services.pubsub
+    if (pubsub === undefined) return
+    pubsub.topicValidators.delete(topic)
+    pubsub.unsubscribe(topic)
   }
 
   /** Publishes a JSON payload (signed by this node) on a topic. */

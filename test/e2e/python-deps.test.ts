@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { canonicalJson } from '../../src/core/canonical-json.js'
 import { createHash } from 'node:crypto'
 import { call, removeDir, startDaemonProcess, tempDataDir, type DaemonProcess } from '../fixtures/daemon-process.js'
-import { tinyPackage, writeWheel } from '../engine/execution/fixtures/python-wheel.js'
+import { tinyPackage, writeWheel } from '../engine/sandbox/fixtures/python-wheel.js'
 
 const source = (name: string) => `import svc_tinypkg\n\ndef ${name}(who):\n    return [svc_tinypkg.__version__, svc_tinypkg.greet(who)]\n`
 

@@ -87,7 +87,7 @@ describe('sandbox workers killed (real daemon processes)', () => {
     rec.summary(`${rounds.length} kills: each call 422/1007 "worker died", the next call succeeded within ${worst} ms (worst, Python included), daemon pid unchanged`)
   }, 180_000)
 
-  // Issue 16, a failure this suite found (fix in src/engine/execution/worker*.ts, the execution
+  // Issue 16, a failure this suite found (fix in src/engine/sandbox/worker*.ts, the execution
   // engineer's area, or with part B's process wall; see the report): a worker whose daemon died keeps
   // running its call until the call's own deadline (up to execution.max.timeout_ms, 30 s), burning CPU
   // beside the restarted daemon. JavaScript: its 'disconnect' handler disposes the warm isolates first,

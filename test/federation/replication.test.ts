@@ -123,7 +123,7 @@ describe('catalog replication, discovery and code on demand (in-process members)
       engine: liarEngine,
       identity: liarIdentity,
       federation: await startFederation(liarEngine, liarIdentity, [addr(a)], (f) => {
-        (f as unknown as { serveCode: () => Promise<unknown> }).serveCode = async () => {
+        (f.code as unknown as { serveCode: () => Promise<unknown> }).serveCode = async () => {
           lies++
           return { source_code: 'function honest(a) {\n  return 666\n}\n' }
         }
@@ -137,7 +137,7 @@ describe('catalog replication, discovery and code on demand (in-process members)
     const providers = await b.federation.node.findProviders(created.fn.content_digest)
     expect(providers.map((p) => p.peerId)).toContain(liar.identity.peerId)
     // b would ask the publisher first (its gossip named it): make the liar the first candidate
-    const hints = (b.federation as unknown as { holders: Map<string, string> }).holders
+    const hints = (b.federation.code as unknown as { holders: Map<string, string> }).holders
     await waitFor(() => hints.get(created.fn.content_digest) === a.identity.peerId, 5_000)
     hints.set(created.fn.content_digest, liar.identity.peerId)
     const resolved = await b.engine.functions.resolve(tenant, { short: created.rufid_short })

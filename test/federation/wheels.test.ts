@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { canonicalJson } from '../../src/core/canonical-json.js'
-import { createSandbox } from '../../src/engine/execution/index.js'
+import { createSandbox } from '../../src/engine/sandbox/index.js'
 import type { Engine } from '../../src/engine/index.js'
 import { issueNodeCertificate } from '../../src/federation/certificates.js'
 import { createFederation, type Federation } from '../../src/federation/federation.js'
-import { tinyPackage, writeWheel } from '../engine/execution/fixtures/python-wheel.js'
+import { tinyPackage, writeWheel } from '../engine/sandbox/fixtures/python-wheel.js'
 import { createTestEngine, principal } from '../fixtures/engine.js'
 import { newIdentity, testCa, waitFor } from './fixtures.js'
 
@@ -112,7 +112,7 @@ describe('pinned wheels fetched from federation members', () => {
     await member('liar', {
       bootstrap: [addr(provider), addr(fetcher)],
       patch: (f) => {
-        (f as unknown as { serveWheel: () => unknown }).serveWheel = () => {
+        (f.wheels as unknown as { serveWheel: () => unknown }).serveWheel = () => {
           lies++
           return { filename: impostor.file, bytes: readFileSync(join(root, 'provider-wheelhouse', impostor.file)).toString('base64') }
         }

@@ -16,6 +16,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .errors import InvalidRufidError
+from .rufid_algo import format_rufid
+
 _SHORT = re.compile(r"^[A-Za-z0-9]{12}$")
 _FULL = re.compile(r"^rufid:([A-Za-z0-9]{12}):v([1-9][0-9]*):([A-Za-z0-9_.-]{1,64})$")
 _VERSION = re.compile(r"^v([1-9][0-9]*)$")
@@ -40,7 +43,10 @@ def with_rufid_forms(body: Any) -> Any:
         tenant = body.get("tenant_id", body.get("tenant"))
         v = _VERSION.match(version)
         if v and isinstance(tenant, str):
-            body["full_rufid"] = "rufid:%s:v%s:%s" % (short, v.group(1), tenant)
+            try:
+                body["full_rufid"] = format_rufid(short, int(v.group(1)), tenant)
+            except InvalidRufidError:
+                pass  # a short form or tenant that is not well formed: nothing is invented
     return body
 
 

@@ -5,9 +5,9 @@ import { timeOrderedId } from '../ids.js'
 import type { SvcMetrics } from '../metrics.js'
 import { fullRufidOf, type FunctionRegistry, type FunctionTarget } from '../registry/function-registry.js'
 import type { CatalogStore } from '../storage/catalog-store.js'
-import type { ExecutionLimits, PipPin, Sandbox, SandboxOutcome } from '../execution/index.js'
-import { sandboxFamilyOf } from '../execution/languages.js'
-import { failedOutcome } from '../execution/outcome.js'
+import type { ExecutionLimits, PipPin, Sandbox, SandboxOutcome } from '../sandbox/index.js'
+import { sandboxFamilyOf } from '../sandbox/languages.js'
+import { failedOutcome } from '../sandbox/outcome.js'
 import type { WheelProvisioner } from './wheel-provisioner.js'
 import type { ExecutionRecord, ExecutionStatus, FunctionStats, FunctionVersion, Principal } from '../types.js'
 
@@ -21,7 +21,7 @@ export interface ExecutionServiceInit {
   max: LimitValues
 }
 
-/** What the execution service needs of a sandbox (see `engine/execution`). */
+/** What the execution service needs of a sandbox (see `engine/sandbox`). */
 export type SandboxPort = Pick<Sandbox, 'execute'>
 
 export interface ExecutionServiceComponents {

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto'
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SvcError, isSvcError } from '../../core/errors.js'
-import { checkPins, isWheelFileOf, MAX_REMOTE_WHEEL_BYTES, pinLabel, sha256Of, wheelFinder } from '../execution/python-wheelhouse.js'
-import type { PipPin } from '../execution/types.js'
+import { checkPins, isWheelFileOf, MAX_REMOTE_WHEEL_BYTES, pinLabel, sha256Of, wheelFinder } from '../sandbox/python-wheelhouse.js'
+import type { PipPin } from '../sandbox/types.js'
 import type { FederationPort } from '../replication/federation-port.js'
 
 export interface WheelProvisionerInit {

@@ -38,7 +38,7 @@ export interface FederatedDiscovery {
 
 /**
  * The engine's network port: what the engine and its adapters may ask of the federation. A node
- * without federation has none (`engine.federation` is undefined) and runs alone.
+ * without federation has none (`engine.federation.port` is undefined) and runs alone.
  */
 export interface FederationPort {
   readonly nodeId: string
@@ -57,4 +57,37 @@ export interface FederationPort {
    * resolves with hash to it. Throws when no provider serves one.
    */
   fetchWheel?(pin: { name: string; version: string; sha256: string }): Promise<{ filename: string; bytes: Uint8Array }>
+}
+
+/** A peer the federation refused membership (it logged and counted it; the engine audits it). */
+export interface RefusedPeer {
+  peer_id: string
+  reason: string
+  detail: string
+  /** the address it connected from (or was dialled at), when it was connected */
+  remote_addr: string | null
+  denied_until: string
+}
+
+/** A member that joined or left, as the engine's subscribers are told. */
+export interface MemberChange {
+  node_id: string
+  endpoint: string
+}
+
+/**
+ * The engine's one link to a federation, wired once by the composition that starts a federation
+ * (src/federation/federation.ts): the federation connects its port while it runs, and reports
+ * what the engine records and publishes (refusals → audit, members → system events). Replicated
+ * changes and conflicts the engine records and publishes itself (federation-link.ts).
+ */
+export interface FederationLink {
+  /** the port of the federation this node is a member of; undefined on a single node */
+  readonly port: FederationPort | undefined
+  /** connects `port`; throws when another port is connected. Returns the disconnect of that port. */
+  connect(port: FederationPort): () => void
+  /** audits a refused peer (`federation.membership.refused`, 1003) */
+  memberRefused(refusal: RefusedPeer): Promise<void>
+  /** publishes `peer.joined` / `peer.left` */
+  memberChanged(event: 'joined' | 'left', member: MemberChange): void
 }

@@ -9,7 +9,7 @@ import {
 
 /** The federation port of the engine; 2001 when this node is not a federation member. */
 export const federationOf = (engine: Engine): FederationPort => {
-  const port = engine.federation
+  const port = engine.federation.port
   if (port === undefined) throw new SvcError('FEDERATION_UNREACHABLE', 'this node is not a federation member (federation.enabled is false)')
   return port
 }

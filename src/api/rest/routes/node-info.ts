@@ -38,7 +38,7 @@ export function nodeInfoRoutes(engine: Engine, init: NodeInfoInit | undefined, c
           uptime_s: Math.round(process.uptime()),
           auth_mode: engine.authMode,
           sandbox: { workers: init?.sandboxWorkers ?? null },
-          federation: { enabled: init?.federation ?? engine.federation !== undefined },
+          federation: { enabled: init?.federation ?? engine.federation.port !== undefined },
         }
       },
     }),

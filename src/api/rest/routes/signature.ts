@@ -1,6 +1,6 @@
 // the one signature derivation of rufid-v1 §10 and the one parameter reader the sandbox binds with
 import { deriveSignature } from '../../../core/signature.js'
-import { parseSignature } from '../../../engine/execution/signature.js'
+import { parseSignature } from '../../../engine/sandbox/signature.js'
 import { requirePermission } from '../../../engine/index.js'
 import { BODY_ERRORS, CALLER_ERRORS, defineRoute, type RestRoute } from '../operation.js'
 import { bodyOf } from '../request.js'

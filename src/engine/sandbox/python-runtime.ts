@@ -62,7 +62,7 @@ export interface PythonRuntimeInit {
  * module), so tenants never share one. The worker keeps at most `maxInterpreters` (LRU; an evicted
  * tenant's next call loads a new one, about a second), and one is replaced when it fails or its
  * memory grew too far. Within a tenant's interpreter every call runs in fresh globals and the
- * prelude restores the interpreter afterwards (see python-prelude.ts for what is reset). A key's
+ * prelude restores the interpreter afterwards (see python-prelude.py for what is reset). A key's
  * compiled source is kept in the worker's warm LRU. Dependency sets are installed per lockfile
  * digest into their own site directory and put on `sys.path` only for calls of that digest, so two
  * functions pinning different versions of a package each import their own.

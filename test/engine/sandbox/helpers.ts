@@ -1,4 +1,4 @@
-import type { ExecutionLimits, SandboxRequest } from '../../../src/engine/execution/index.js'
+import type { ExecutionLimits, SandboxRequest } from '../../../src/engine/sandbox/index.js'
 
 export const LIMITS: ExecutionLimits = { timeoutMs: 2_000, memoryMb: 32, cpuMs: 2_000 }
 

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createSandbox, type Sandbox } from '../../../src/engine/execution/index.js'
+import { createSandbox, type Sandbox } from '../../../src/engine/sandbox/index.js'
 import { ADD_PY, py, pyBody, PYTHON_HOOK_TIMEOUT_MS } from './fixtures/python.js'
 import { fn } from './helpers.js'
 
@@ -321,7 +321,7 @@ describe('one interpreter per tenant, within bounds', () => {
     const one = createSandbox({ workers: 1, maxWarmIsolatesPerWorker: 8, maxLogBytes: 4096, queueLimit: 20, pythonInterpretersPerWorker: 1 })
     await one.start()
     try {
-      // a stdlib class's attribute survives between calls of one tenant (python-prelude.ts)
+      // a stdlib class's attribute survives between calls of one tenant (python-prelude.py)
       const mark = 'import string\nstring.Template._mark = getattr(string.Template, "_mark", 0) + 1\nreturn string.Template._mark'
       expect((await one.execute(pyBody('t1/mark', mark))).result).toBe(1)
       expect((await one.execute(pyBody('t1/mark', mark))).result).toBe(2) // the same interpreter

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createSandbox, type Sandbox, type SandboxRequest } from '../../../src/engine/execution/index.js'
+import { createSandbox, type Sandbox, type SandboxRequest } from '../../../src/engine/sandbox/index.js'
 import { fn, LIMITS, request, waitFor } from './helpers.js'
 
 let sandbox: Sandbox

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createSandbox, type Sandbox, type SandboxRequest } from '../../../src/engine/execution/index.js'
+import { createSandbox, type Sandbox, type SandboxRequest } from '../../../src/engine/sandbox/index.js'
 import { ADD_PY, py, pyBody, PYTHON_HOOK_TIMEOUT_MS } from './fixtures/python.js'
 import { LIMITS, waitFor } from './helpers.js'
 

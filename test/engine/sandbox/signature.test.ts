@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { isSvcError } from '../../../src/core/errors.js'
-import { bindArguments, parseSignature, parseSignatureParams } from '../../../src/engine/execution/index.js'
+import { bindArguments, parseSignature, parseSignatureParams } from '../../../src/engine/sandbox/index.js'
 
 describe('parseSignatureParams', () => {
   it.each([

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterEach, describe, expect, it } from 'vitest'
 import { isSvcError } from '../../../src/core/errors.js'
-import { createSandbox, type Sandbox, type SandboxInit, type SandboxOutcome } from '../../../src/engine/execution/index.js'
+import { createSandbox, type Sandbox, type SandboxInit, type SandboxOutcome } from '../../../src/engine/sandbox/index.js'
 import { fn, LIMITS, request, sleep, waitFor } from './helpers.js'
 
 const opened: Sandbox[] = []

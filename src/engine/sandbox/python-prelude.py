@@ -1,55 +1,55 @@
-/**
- * Python run once in every fresh Pyodide interpreter, in a private namespace (not `__main__`, not
- * in `sys.modules`). It hardens the interpreter and defines what the worker calls:
- *
- * - `prepare(source)` compiles a function's source: the code object (the worker keeps it per key),
- *   or the JSON of `{ kind: 'syntax', message }`.
- * - `invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes, instance, restore)` runs
- *   one call and returns the JSON envelope `{ ok, json?, kind?, error?, lines, used, truncated }`
- *   (a success without output: `S` followed by the result's JSON), where `kind` is `missing` | `args` | `threw` | `load` | `result` | `timeout` | `memory` |
- *   `unsupported`. `instance` is the dict the worker keeps for a warm function (its module globals
- *   and function, reused by its next call when no other function ran in between; emptied when a
- *   call loads nothing or ends at a limit), None for a call in fresh globals; `restore` is False
- *   when the previous call of the interpreter was this same warm function (see below).
- * - `install(staging, wheels_json)` unpacks wheels under /tmp (the worker moves the directory into
- *   /lib/svc-deps, where calls cannot write); `forget_site(site)` after the worker removed one.
- *
- * Guards (Python level; the JS layer in python-interpreter.ts holds without them):
- * - an audit hook, referenced by nothing but the interpreter and built only from immutable values
- *   and builtin functions, refuses process, socket, ctypes, gc-introspection and audit-hook events,
- *   writes outside /tmp and /home/pyodide, directory descriptors elsewhere, and changing the code or
- *   defaults of functions the call did not define;
- * - while user code runs, `js`, `pyodide_js`, `pyodide.*`, `_pyodide*`, `ctypes` and `micropip` are
- *   out of `sys.modules` and refused by an import guard, and the prelude's frames are refused to
- *   `sys._getframe`;
- * - KeyboardInterrupt from the worker's interrupter thread only counts while user code runs and
- *   its deadline has passed; `time.sleep` waits in short interruptible host waits; the recursion
- *   limit is capped.
- *
- * Between calls of one tenant (tenants never share an interpreter: python-runtime.ts keeps one per
- * tenant, so nothing below is a boundary between tenants): before each call the worker restores
- * this namespace from its own copy (a C-level dict operation, before any Python runs). When the
- * previous call of the interpreter was the same warm function (the default context mode), that is
- * all that is restored besides what the guards and limits rely on (streams, hooks, trace and
- * profile functions, recursion and int-digit limits, the SIGINT handler, the environment,
- * `sys.path`, the blocked modules): the function sees what its own earlier calls left, as in a
- * warm process. Otherwise (another function ran in between, or the function asks for a fresh
- * context) the function's module is loaded again in fresh globals, the worker also restores the
- * builtins from its copy, and `_enter` restores the attributes
- * of the commonly used stdlib modules (`_PROTECTED_MODULE_NAMES`), the json and logging classes
- * and the prelude's classes, `sys.modules` (the baseline; modules a call imported are discarded
- * after it, except a dependency set's, kept per set), `sys` attributes, standard
- * streams, hooks, recursion and int-digit limits, the SIGINT handler, environment, logging
- * handlers and loggers, warning filters, the `re` caches, gc callbacks and `sys.monitoring` tools.
- * After each call the worker empties /tmp and /home/pyodide and resets the working directory.
- * Not reset: attributes of stdlib modules outside that list, attributes of stdlib classes other
- * than those named, contents of other mutable stdlib containers and C-level registries (codecs,
- * copyreg), and an object planted in a protected module with an `__eq__` that lies about
- * equality. A deliberately hostile function can reach these (for instance through a frame's
- * `f_back`) and affect later calls of its own tenant on the same worker; it reaches no other
- * tenant's interpreter and nothing of the host.
- */
-export const PYTHON_PRELUDE = String.raw`
+# The svc sandbox's Python prelude (src/engine/sandbox/python-prelude.py; read by python-interpreter.ts,
+# copied beside it into dist/ by the build, exercised by test/python/test_prelude.py under CPython).
+#
+# Python run once in every fresh Pyodide interpreter, in a private namespace (not `__main__`, not
+# in `sys.modules`). It hardens the interpreter and defines what the worker calls:
+#
+# - `prepare(source)` compiles a function's source: the code object (the worker keeps it per key),
+#   or the JSON of `{ kind: 'syntax', message }`.
+# - `invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes, instance, restore)` runs
+#   one call and returns the JSON envelope `{ ok, json?, kind?, error?, lines, used, truncated }`
+#   (a success without output: `S` followed by the result's JSON), where `kind` is `missing` | `args` | `threw` | `load` | `result` | `timeout` | `memory` |
+#   `unsupported`. `instance` is the dict the worker keeps for a warm function (its module globals
+#   and function, reused by its next call when no other function ran in between; emptied when a
+#   call loads nothing or ends at a limit), None for a call in fresh globals; `restore` is False
+#   when the previous call of the interpreter was this same warm function (see below).
+# - `install(staging, wheels_json)` unpacks wheels under /tmp (the worker moves the directory into
+#   /lib/svc-deps, where calls cannot write); `forget_site(site)` after the worker removed one.
+#
+# Guards (Python level; the JS layer in python-interpreter.ts holds without them):
+# - an audit hook, referenced by nothing but the interpreter and built only from immutable values
+#   and builtin functions, refuses process, socket, ctypes, gc-introspection and audit-hook events,
+#   writes outside /tmp and /home/pyodide, directory descriptors elsewhere, and changing the code or
+#   defaults of functions the call did not define;
+# - while user code runs, `js`, `pyodide_js`, `pyodide.*`, `_pyodide*`, `ctypes` and `micropip` are
+#   out of `sys.modules` and refused by an import guard, and the prelude's frames are refused to
+#   `sys._getframe`;
+# - KeyboardInterrupt from the worker's interrupter thread only counts while user code runs and
+#   its deadline has passed; `time.sleep` waits in short interruptible host waits; the recursion
+#   limit is capped.
+#
+# Between calls of one tenant (tenants never share an interpreter: python-runtime.ts keeps one per
+# tenant, so nothing below is a boundary between tenants): before each call the worker restores
+# this namespace from its own copy (a C-level dict operation, before any Python runs). When the
+# previous call of the interpreter was the same warm function (the default context mode), that is
+# all that is restored besides what the guards and limits rely on (streams, hooks, trace and
+# profile functions, recursion and int-digit limits, the SIGINT handler, the environment,
+# `sys.path`, the blocked modules): the function sees what its own earlier calls left, as in a
+# warm process. Otherwise (another function ran in between, or the function asks for a fresh
+# context) the function's module is loaded again in fresh globals, the worker also restores the
+# builtins from its copy, and `_enter` restores the attributes
+# of the commonly used stdlib modules (`_PROTECTED_MODULE_NAMES`), the json and logging classes
+# and the prelude's classes, `sys.modules` (the baseline; modules a call imported are discarded
+# after it, except a dependency set's, kept per set), `sys` attributes, standard
+# streams, hooks, recursion and int-digit limits, the SIGINT handler, environment, logging
+# handlers and loggers, warning filters, the `re` caches, gc callbacks and `sys.monitoring` tools.
+# After each call the worker empties /tmp and /home/pyodide and resets the working directory.
+# Not reset: attributes of stdlib modules outside that list, attributes of stdlib classes other
+# than those named, contents of other mutable stdlib containers and C-level registries (codecs,
+# copyreg), and an object planted in a protected module with an `__eq__` that lies about
+# equality. A deliberately hostile function can reach these (for instance through a frame's
+# `f_back`) and affect later calls of its own tenant on the same worker; it reaches no other
+# tenant's interpreter and nothing of the host.
 import builtins, sys, os, io, json, time, signal, _signal, inspect, importlib, traceback, operator, gc, types, posix, zipfile, shutil
 import json.encoder, json.decoder, json.scanner
 
@@ -893,4 +893,3 @@ _class_snapshots = tuple(
     for c in (json.JSONEncoder, json.JSONDecoder, logging.Logger, logging.Handler, logging.StreamHandler,
               logging.Formatter, logging.RootLogger, _Capture, _Stream, _Encoder, _ArgError, _NotJson, _BlockedFinder)
 )
-`

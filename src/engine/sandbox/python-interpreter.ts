@@ -14,7 +14,7 @@
  *   `mountNativeFS`, `loadPackage` and `loadBinaryFile` refuse, so nothing is fetched or mounted
  *   at run time. The filesystem is Pyodide's in-memory one: the host's files are not in it.
  * - before every call the prelude's namespace and the builtins are restored from copies only the
- *   worker holds; after it, /tmp and /home/pyodide are emptied (see python-prelude.ts for the rest).
+ *   worker holds; after it, /tmp and /home/pyodide are emptied (see python-prelude.py for the rest).
  *
  * Limits: the wall-time limit is enforced by an interrupter thread that sets Pyodide's interrupt
  * buffer at the deadline (KeyboardInterrupt in Python, repeated every 20 ms until the call ends;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { isSvcError } from '../../../src/core/errors.js'
-import { createSandbox, type Sandbox } from '../../../src/engine/execution/index.js'
+import { createSandbox, type Sandbox } from '../../../src/engine/sandbox/index.js'
 import { fn, request } from './helpers.js'
 
 const MAX_LOG_BYTES = 300

@@ -6,7 +6,7 @@ import { existsSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PythonInterpreter } from '../../../src/engine/execution/python-interpreter.js'
+import { PythonInterpreter } from '../../../src/engine/sandbox/python-interpreter.js'
 import { PYTHON_HOOK_TIMEOUT_MS } from './fixtures/python.js'
 
 interface Internals {
