@@ -195,8 +195,9 @@ function statOrUndefined(path: string): ReturnType<typeof statSync> | undefined 
   }
 }
 
+/** `name` in the node's PATH (unset: the usual system directories). */
 function findExecutable(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? WORKER_PATH).split(delimiter).concat(['/usr/bin', '/bin', '/usr/sbin', '/sbin'])) {
+  for (const dir of (process.env.PATH ?? `${WORKER_PATH}:/usr/sbin:/sbin`).split(delimiter)) {
     if (!isAbsolute(dir)) continue
     const path = join(dir, name)
     if (statOrUndefined(path)?.isFile()) return path
@@ -221,14 +222,14 @@ function bubblewrapWall(mode: OsIsolationMode, plan: Plan): OsIsolation | string
     '--unshare-user', '--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try',
     '--disable-userns', '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
   ]
+  // the private /tmp first: a bound path beneath /tmp (a data directory's wheel cache) goes on top of it
+  args.push('--size', String(plan.tmpSizeMb * 2 ** 20), '--perms', '1777', '--tmpfs', '/tmp')
   for (const path of plan.readOnly) args.push('--ro-bind', path, path)
   for (const [path, target] of plan.symlinks) args.push('--symlink', target, path)
-  for (const h of plan.hidden) {
-    if (h.dir) args.push('--tmpfs', h.path, '--remount-ro', h.path)
-    else args.push('--ro-bind', '/dev/null', h.path)
-  }
+  for (const h of plan.hidden) args.push(...(h.dir ? ['--tmpfs', h.path] : ['--ro-bind', '/dev/null', h.path]))
   for (const path of plan.readable) args.push('--ro-bind', path, path)
-  args.push('--size', String(plan.tmpSizeMb * 2 ** 20), '--perms', '1777', '--tmpfs', '/tmp')
+  // read-only once the readable directories inside them have their mount points
+  for (const h of plan.hidden) if (h.dir) args.push('--remount-ro', h.path)
   args.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/', '--chdir', '/tmp')
   const prefix = setpriv !== undefined && plan.uid !== null ? dropPrivileges(setpriv, plan.uid) : []
   return {
@@ -264,21 +265,23 @@ function unshareWall(mode: OsIsolationMode, plan: Plan): OsIsolation | string {
     lines.push(dir ? `mkdir -p "$R"${q(path)}` : `mkdir -p "$R"${q(dirname(path))} && touch "$R"${q(path)}`)
     lines.push(`mount --bind ${q(path)} "$R"${q(path)}`, `mount -o remount,bind,ro,nosuid,nodev "$R"${q(path)}`)
   }
+  lines.push(`mkdir -p "$R"/tmp "$R"/proc "$R"/dev`)
+  lines.push(`mount -t tmpfs -o mode=1777,nosuid,nodev,size=${plan.tmpSizeMb}m svc-tmp "$R"/tmp`)
   for (const path of plan.readOnly) bind(path)
   for (const [path, target] of plan.symlinks) lines.push(`ln -s ${q(target)} "$R"${q(path)}`)
   for (const h of plan.hidden) {
-    lines.push(h.dir ? `mount -t tmpfs -o ro,size=4k,mode=0755 svc-hidden "$R"${q(h.path)}` : `mount --bind /dev/null "$R"${q(h.path)}`)
+    lines.push(h.dir ? `mount -t tmpfs -o size=4k,mode=0755 svc-hidden "$R"${q(h.path)}` : `mount --bind /dev/null "$R"${q(h.path)}`)
   }
   for (const path of plan.readable) bind(path)
-  lines.push(`mkdir -p "$R"/tmp "$R"/proc "$R"/dev`)
-  lines.push(`mount -t tmpfs -o mode=1777,nosuid,nodev,size=${plan.tmpSizeMb}m svc-tmp "$R"/tmp`)
   lines.push('mount -t proc -o nosuid,nodev,noexec proc "$R"/proc')
   for (const dev of DEVICES) lines.push(`touch "$R"${dev} && mount --bind ${dev} "$R"${dev}`)
   lines.push('mount -o remount,ro "$R"')
   // not `exec`: this shell stays pid 1 and keeps the parent-death signal, which a change of user clears
   lines.push(`${q(chroot)} "$R" ${dropPrivileges(setpriv, plan.uid).map(q).join(' ')} "$@"`, 'exit $?')
   const script = lines.join('\n')
-  const prefix = [unshare, '--mount', '--net', '--ipc', '--uts', '--pid', '--fork', '--kill-child=SIGKILL', '--', '/bin/sh', '-c', script, 'svc-wall']
+  // setpriv gives unshare itself a parent-death signal: it dies with the node, and its child (pid 1
+  // of the namespace, by --kill-child) with it, which ends every process in the namespace
+  const prefix = [setpriv, '--pdeathsig', 'SIGKILL', '--', unshare, '--mount', '--net', '--ipc', '--uts', '--pid', '--fork', '--kill-child=SIGKILL', '--', '/bin/sh', '-c', script, 'svc-wall']
   return {
     status: { mode, layer: 'unshare', uid: plan.uid, network: 'none' },
     wrap: (argv) => ({ file: prefix[0]!, args: [...prefix.slice(1), ...argv], env: workerEnv() }),
