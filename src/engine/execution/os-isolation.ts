@@ -50,6 +50,8 @@ export interface OsIsolationStatus {
   network: 'none' | 'host'
   /** why there is no wall (mode `off`, no mechanism works here) */
   reason?: string
+  /** why the mechanisms tried before the active one were passed over */
+  passedOver?: string
 }
 
 export interface WrappedCommand {
@@ -92,7 +94,10 @@ export function resolveOsIsolation(init: OsIsolationInit): OsIsolation {
       continue
     }
     const failure = probe(wall)
-    if (failure === undefined) return wall
+    if (failure === undefined) {
+      if (reasons.length > 0) wall.status.passedOver = reasons.join('; ')
+      return wall
+    }
     reasons.push(`${mechanism}: ${failure}`)
   }
   return unwalled(init.mode, reasons.join('; '))
@@ -105,11 +110,12 @@ function unwalled(mode: OsIsolationMode, reason: string): OsIsolation {
   }
 }
 
-/** Runs node behind the wall once: it must start and see no network interface but loopback. */
+/**
+ * Runs node behind the wall once (`node --version`: the wall's namespaces, mounts and user, and
+ * node's binary and libraries in it, without the cost of starting V8 at start-up).
+ */
 function probe(wall: OsIsolation): string | undefined {
-  const check = 'const n=Object.keys(require("os").networkInterfaces()).filter((i)=>i!=="lo");' +
-    'if(n.length>0){console.error("interfaces: "+n.join(","));process.exit(3)}'
-  const cmd = wall.wrap([process.execPath, '-e', check])
+  const cmd = wall.wrap([process.execPath, '--version'])
   const run = spawnSync(cmd.file, cmd.args, { env: cmd.env, encoding: 'utf8', timeout: PROBE_TIMEOUT_MS, stdio: ['ignore', 'ignore', 'pipe'] })
   if (run.error) return run.error.message
   if (run.status === 0) return undefined
@@ -118,8 +124,10 @@ function probe(wall: OsIsolation): string | undefined {
 }
 
 interface Plan {
-  /** read-only directories and files (absolute, real paths), the system's first */
-  readOnly: string[]
+  /** read-only system directories and files (absolute paths) */
+  system: string[]
+  /** read-only: node's own directory, this package, the packages the worker loads */
+  packages: string[]
   /** system entries that are symlinks: path → target (merged /usr) */
   symlinks: Array<[string, string]>
   hidden: Array<{ path: string; dir: boolean }>
@@ -130,28 +138,30 @@ interface Plan {
 }
 
 function planOf(init: OsIsolationInit): Plan {
-  const readOnly: string[] = []
+  const system: string[] = []
   const symlinks: Array<[string, string]> = []
   for (const dir of SYSTEM_DIRS) {
     const st = lstatOrUndefined(dir)
     if (st === undefined) continue
     if (st.isSymbolicLink()) symlinks.push([dir, readlinkSync(dir)])
-    else if (st.isDirectory()) readOnly.push(dir)
+    else if (st.isDirectory()) system.push(dir)
   }
-  for (const file of SYSTEM_FILES) if (existsSync(file)) readOnly.push(file)
+  for (const file of SYSTEM_FILES) if (existsSync(file)) system.push(file)
   // node itself (outside /usr when installed by nvm or in /opt), this package and the packages the worker loads
-  const roots = [dirname(realpathSync(process.execPath)), packageRoot(), ...workerPackageDirs()]
-  for (const path of roots) if (!covered(readOnly, path)) readOnly.push(path)
+  const packages: string[] = []
+  for (const path of [dirname(realpathSync(process.execPath)), packageRoot(), ...workerPackageDirs()]) {
+    if (!covered([...system, ...packages], path)) packages.push(path)
+  }
   const real = (p: string): string => (existsSync(p) ? realpathSync(p) : resolve(p))
   const hidden = (init.hiddenPaths ?? []).filter((p) => p !== '').map((p) => {
     const path = real(p)
     return { path, dir: statOrUndefined(path)?.isDirectory() ?? false }
   })
   // a hidden path beneath a bound one is covered over; one outside every bound path is simply absent
-  const exposed = hidden.filter((h) => covered(readOnly, h.path) && existsSync(h.path))
+  const exposed = hidden.filter((h) => covered([...system, ...packages], h.path) && existsSync(h.path))
   const readable = (init.readablePaths ?? []).filter((p) => p !== '' && statOrUndefined(p)?.isDirectory()).map(real)
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
-  return { readOnly, symlinks, hidden: exposed, readable, tmpSizeMb: init.tmpSizeMb ?? 64, uid: isRoot ? NOBODY : null }
+  return { system, packages, symlinks, hidden: exposed, readable, tmpSizeMb: init.tmpSizeMb ?? 64, uid: isRoot ? NOBODY : null }
 }
 
 /** The directory holding this package's `package.json` (the parent of `src/` or `dist/`). */
@@ -224,7 +234,9 @@ function bubblewrapWall(mode: OsIsolationMode, plan: Plan): OsIsolation | string
   ]
   // the private /tmp first: a bound path beneath /tmp (a data directory's wheel cache) goes on top of it
   args.push('--size', String(plan.tmpSizeMb * 2 ** 20), '--perms', '1777', '--tmpfs', '/tmp')
-  for (const path of plan.readOnly) args.push('--ro-bind', path, path)
+  // bwrap runs as nobody when the node is root: every source must be reachable by nobody (a wheel
+  // cache beneath a 0700 data directory is not; then the probe fails and root falls back to unshare)
+  for (const path of [...plan.system, ...plan.packages]) args.push('--ro-bind', path, path)
   for (const [path, target] of plan.symlinks) args.push('--symlink', target, path)
   for (const h of plan.hidden) args.push(...(h.dir ? ['--tmpfs', h.path] : ['--ro-bind', '/dev/null', h.path]))
   for (const path of plan.readable) args.push('--ro-bind', path, path)
@@ -256,7 +268,7 @@ function unshareWall(mode: OsIsolationMode, plan: Plan): OsIsolation | string {
   const chroot = findExecutable('chroot')
   if (unshare === undefined || setpriv === undefined || chroot === undefined) return 'unshare, setpriv or chroot (util-linux, coreutils) is missing'
   // the new root is a tmpfs mounted (in the private mount namespace only) on an empty directory
-  const staging = stagingDir([...plan.readOnly, ...plan.readable])
+  const staging = stagingDir([...plan.system, ...plan.packages, ...plan.readable])
   if (staging === undefined) return 'no empty directory to build the new root on (/mnt, /media, /srv)'
   const lines = ['set -e', `R=${q(staging)}`, 'mount --make-rprivate /']
   lines.push('mount -t tmpfs -o mode=0755,size=1m svc-wall "$R"')
@@ -267,7 +279,7 @@ function unshareWall(mode: OsIsolationMode, plan: Plan): OsIsolation | string {
   }
   lines.push(`mkdir -p "$R"/tmp "$R"/proc "$R"/dev`)
   lines.push(`mount -t tmpfs -o mode=1777,nosuid,nodev,size=${plan.tmpSizeMb}m svc-tmp "$R"/tmp`)
-  for (const path of plan.readOnly) bind(path)
+  for (const path of [...plan.system, ...plan.packages]) bind(path)
   for (const [path, target] of plan.symlinks) lines.push(`ln -s ${q(target)} "$R"${q(path)}`)
   for (const h of plan.hidden) {
     lines.push(h.dir ? `mount -t tmpfs -o size=4k,mode=0755 svc-hidden "$R"${q(h.path)}` : `mount --bind /dev/null "$R"${q(h.path)}`)

@@ -57,5 +57,6 @@ function osIsolationOf(status: OsIsolationStatus | undefined): Record<string, un
     uid: status.uid,
     network: status.network,
     ...(status.reason !== undefined && { reason: status.reason }),
+    ...(status.passedOver !== undefined && { passed_over: status.passedOver }),
   }
 }

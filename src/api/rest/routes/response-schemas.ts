@@ -326,6 +326,7 @@ export const nodeAboutSchema = z.object({
       uid: z.int().nullable().describe('the uid the workers run as, when it differs from the node\'s (nobody when the node runs as root)'),
       network: z.enum(['none', 'host']).describe('none: the workers have no network interface but their own loopback'),
       reason: z.string().optional().describe('why there is no wall'),
+      passed_over: z.string().optional().describe('why the mechanisms tried before the active one failed (bubblewrap before unshare)'),
     }).nullable().describe('the OS wall around the sandbox workers (README, "Sandbox layers")'),
   }),
   federation: z.object({ enabled: z.boolean() }),
