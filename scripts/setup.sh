@@ -2,7 +2,8 @@
 # Installs everything svc-node needs on a fresh machine: the npm packages pinned in
 # package-lock.json (isolated-vm compiles from source: 2-4 minutes), the compiled daemon,
 # the Python packages the tests use (pytest, hypothesis, grpcio-tools, cryptography,
-# openapi-spec-validator), grpcurl and Chromium for the console's browser tests. Safe to run again.
+# openapi-spec-validator), grpcurl, Chromium for the console's browser tests and bubblewrap for the
+# sandbox's OS wall. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,5 +54,14 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
   if [ "$(id -u)" != "0" ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
   $SUDO apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+fi
+# The sandbox workers' OS wall (execution.os_isolation, README "Sandbox layers") uses bubblewrap;
+# its tests (test/engine/execution/sandbox-os-wall.test.ts, test/faults/sandbox-wall.test.ts) need it.
+if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  echo "svc-node setup: installing Debian's bubblewrap for the sandbox workers' OS wall…"
+  SUDO=""
+  if [ "$(id -u)" != "0" ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
 fi
 echo "svc-node setup: done"

@@ -4,6 +4,7 @@ import { resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
 import { federationConfigSchema } from '../federation/daemon-wiring.js'
+import { OS_ISOLATION_MODES } from '../engine/sandbox/os-isolation.js'
 
 const limits = z.object({
   timeout_ms: z.number().int().min(1).max(600_000),
@@ -111,6 +112,7 @@ export const configSchema = z.object({
     max_log_bytes: z.number().int().min(0),
     kill_grace_ms: z.number().int().min(0),
     record_flush_ms: z.number().int().min(0).max(1000),
+    os_isolation: z.enum(OS_ISOLATION_MODES),
     python: z.object({
       wheelhouse: z.string(),
       interpreters_per_worker: z.number().int().min(1).max(64),
@@ -147,6 +149,7 @@ const ENV: Array<[string, string[], 'string' | 'int' | 'boolean']> = [
   ['SVC_JWT_ISSUER', ['auth', 'jwt', 'issuer'], 'string'],
   ['SVC_JWT_AUDIENCE', ['auth', 'jwt', 'audience'], 'string'],
   ['SVC_SANDBOX_WORKERS', ['execution', 'workers'], 'int'],
+  ['SVC_SANDBOX_OS_ISOLATION', ['execution', 'os_isolation'], 'string'],
   ['SVC_MARKETPLACE_MAX_INDEXED_FUNCTIONS', ['marketplace', 'max_indexed_functions'], 'int'],
   ['SVC_PYTHON_WHEELHOUSE', ['execution', 'python', 'wheelhouse'], 'string'],
 ]

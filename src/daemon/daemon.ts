@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import type { Logger } from 'pino'
 import { createGraphqlMiddleware } from '../api/graphql/http.js'
 import { attachGraphqlWs } from '../api/graphql/ws.js'
@@ -10,12 +10,12 @@ import { createGrpcServer } from '../api/grpc/server.js'
 import { createRestApi } from '../api/rest/app.js'
 import { CONSOLE_PATH, isConsoleBuilt } from '../api/rest/console.js'
 import { attachEventSocket } from '../api/ws/event-socket.js'
-import { createSandbox } from '../engine/sandbox/index.js'
+import { createSandbox, resolveOsIsolation, type OsIsolation } from '../engine/sandbox/index.js'
 import {
   createCatalogStore, createEngine, createMetrics, EventBus, NodeDatabase, type Engine, type EngineAuthInit, type LevelDatabase,
 } from '../engine/index.js'
 import { announceAdminKey } from './admin-key.js'
-import { catalogLocation, prepareDataDirectory } from './data-directory.js'
+import { catalogLocation, prepareDataDirectory, StartupFailure } from './data-directory.js'
 import { startDaemonFederation, type DaemonFederation } from '../federation/daemon-wiring.js'
 import type { SvcConfig } from './config.js'
 import { VERSION } from './version.js'
@@ -37,6 +37,35 @@ export interface DaemonComponents {
   env?: NodeJS.ProcessEnv
   /** where the one-time admin key is shown (default: standard output) */
   announce?: (text: string) => void
+}
+
+/**
+ * The sandbox workers' OS wall (execution.os_isolation), resolved once at start: they never see the
+ * data directory (the wheel cache inside it excepted, read-only), the node's keys and certificates
+ * or its config file. `required` without a working wall stops the start (exit code 8); `auto`
+ * without one warns once.
+ */
+function wallFor(config: Readonly<SvcConfig>, env: NodeJS.ProcessEnv, wheelDirs: string[], logger: Logger): OsIsolation {
+  const mode = config.execution.os_isolation
+  const { tls } = config.server
+  const fed = config.federation
+  const hiddenPaths = [
+    config.data_dir, tls.cert_file, tls.key_file, tls.client_ca_file, config.auth.jwt.public_key_file,
+    fed.ca_file, fed.cert_file, fed.identity_file, env.SVC_CONFIG ?? '',
+  ].filter((p) => p !== '').map((p) => resolve(p))
+  // bound when the wall starts: the wheel cache must exist by then (wheels fetched later appear in it)
+  for (const dir of wheelDirs) mkdirSync(dir, { recursive: true })
+  const wall = resolveOsIsolation({ mode, hiddenPaths, readablePaths: wheelDirs })
+  const { status } = wall
+  const log = logger.child({ component: 'sandbox' })
+  if (status.layer !== 'none') log.info({ os_isolation: status }, `sandbox workers run behind an OS wall (${status.layer})`)
+  else if (mode === 'required') {
+    throw new StartupFailure('sandbox_isolation_unavailable', `execution.os_isolation is required but no OS wall works on this host (${status.reason}). ` +
+      'Install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces, or run as root with util-linux, or set execution.os_isolation to auto')
+  } else if (mode === 'auto') {
+    log.warn({ os_isolation: status }, `sandbox workers run WITHOUT an OS wall: ${status.reason}`)
+  }
+  return wall
 }
 
 /** The composition root: config → components → start/stop in order. */
@@ -62,6 +91,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
   // wheels fetched from federation peers (each checked against its pin's sha256), beside the wheelhouse
   const wheelCache = join(config.data_dir, 'wheels')
   const wheelDirs = [x.python.wheelhouse, wheelCache].filter((d) => d !== '')
+  const osIsolation = wallFor(config, env, wheelDirs, logger)
   const sandbox = createSandbox({
     workers: x.workers,
     maxWarmIsolatesPerWorker: x.max_warm_isolates_per_worker,
@@ -72,6 +102,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     pythonWheelCache: wheelCache,
     pythonInterpretersPerWorker: x.python.interpreters_per_worker,
     pythonKillGraceMs: x.python.kill_grace_ms,
+    osIsolation,
     logger: logger.child({ component: 'sandbox' }),
   })
   const limitsOf = (l: SvcConfig['execution']['defaults']) => ({ timeoutMs: l.timeout_ms, memoryMb: l.memory_mb, cpuMs: l.cpu_ms })
@@ -111,7 +142,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       metricsAccess: config.server.metrics_access,
       openapi: { maxSourceBytes: config.registry.max_source_bytes, maxExpiresDays: config.auth.keys.max_expires_days, version: VERSION },
       ...(config.server.console ? { console: {} } : {}),
-      node: { version: VERSION, sandboxWorkers: x.workers, federation: config.federation.enabled },
+      node: { version: VERSION, sandboxWorkers: x.workers, sandboxIsolation: osIsolation.status, federation: config.federation.enabled },
     },
     { engine, logger: logger.child({ component: 'rest' }), isDraining: () => draining },
   )

@@ -1,7 +1,7 @@
 /**
  * How `svc-node start` ends, one code per cause an operator (or a supervisor such as systemd)
- * must tell apart. 3–7 are conditions a restart cannot fix: a supervisor should not restart on them
- * (systemd: `RestartPreventExitStatus=2 3 4 5 6 7`), so a broken data directory never becomes a
+ * must tell apart. 3–8 are conditions a restart cannot fix: a supervisor should not restart on them
+ * (systemd: `RestartPreventExitStatus=2 3 4 5 6 7 8`), so a broken data directory never becomes a
  * crash loop. The README's runbook says what to do for each.
  */
 export const EXIT_CODES = {
@@ -21,6 +21,8 @@ export const EXIT_CODES = {
   data_format_mismatch: 6,
   /** no space left on the data directory's file system to open the database */
   disk_full: 7,
+  /** execution.os_isolation is `required` and no OS wall for the sandbox workers works on this host */
+  sandbox_isolation_unavailable: 8,
 } as const
 
 export type ExitReason = keyof typeof EXIT_CODES

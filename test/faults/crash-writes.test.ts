@@ -6,7 +6,7 @@ import { computeRufid } from '../../src/core/rufid.js'
 import { afterAll, describe, expect, it } from 'vitest'
 import { call, removeDir, startDaemonProcess, tempDataDir, type DaemonProcess } from '../fixtures/daemon-process.js'
 import { recordFault, SOAK } from './fault-record.js'
-import { adminKeyOf, childPids, inspectOffline, sleep } from './fault-fixtures.js'
+import { adminKeyOf, childPids, inspectOffline, processTree, sleep } from './fault-fixtures.js'
 
 const ROUNDS = SOAK ? 60 : 20
 const WRITERS = 4
@@ -170,7 +170,7 @@ describe('kill -9 in the middle of mixed writes (real daemon processes)', () => 
         }
         const writers = Array.from({ length: WRITERS }, (_, w) => writer(w))
         await sleep(300 + rnd() * 1200)
-        const workers = childPids(d.pid)
+        const workers = childPids(d.pid).flatMap(processTree)
         d.proc.kill('SIGKILL')
         await d.exited
         stop = true

@@ -108,6 +108,56 @@ export function childPids(pid: number): number[] {
   }
 }
 
+/**
+ * A process and all its descendants (a sandbox worker behind its OS wall is a process tree:
+ * bwrap → bwrap → node, or unshare → sh → node).
+ */
+export function processTree(pid: number): number[] {
+  const tree = [pid]
+  for (let i = 0; i < tree.length; i++) {
+    let tasks: string[] = []
+    try {
+      tasks = readdirSync(`/proc/${tree[i]}/task`)
+    } catch {
+      continue
+    }
+    for (const task of tasks) {
+      try {
+        tree.push(...readFileSync(`/proc/${tree[i]}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number))
+      } catch {
+        // the process or thread ended meanwhile
+      }
+    }
+  }
+  return tree
+}
+
+/** The node process of a sandbox worker: the worker's pid itself without a wall, the innermost node behind one. */
+export function workerNodePid(workerPid: number): number {
+  const nodes = processTree(workerPid).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node'
+    } catch {
+      return false
+    }
+  })
+  return nodes.at(-1) ?? workerPid
+}
+
+/** CPU time of a process tree, ms. */
+export const treeCpuMs = (pid: number): number => processTree(pid).reduce((sum, p) => sum + safely(() => cpuMs(p)), 0)
+
+/** Resident memory of a process tree, bytes. */
+export const treeRssBytes = (pid: number): number => processTree(pid).reduce((sum, p) => sum + safely(() => rssBytes(p)), 0)
+
+function safely(read: () => number): number {
+  try {
+    return read()
+  } catch {
+    return 0
+  }
+}
+
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 /** The admin key a standard-mode node prints at its first start (`ADMIN_API_KEY=…`). */

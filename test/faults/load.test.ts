@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { call, removeDir, startDaemonProcess, tempDataDir, type DaemonProcess } from '../fixtures/daemon-process.js'
 import { recordFault, SOAK } from './fault-record.js'
-import { childPids, mintAdminKeyOffline, rssBytes, sleep } from './fault-fixtures.js'
+import { childPids, mintAdminKeyOffline, rssBytes, sleep, treeRssBytes } from './fault-fixtures.js'
 
 const CLIENTS = 50
 const SECONDS = SOAK ? 60 : 15
@@ -50,7 +50,7 @@ describe(`load: ${CLIENTS} clients for ${SECONDS} s with rate limits on (real da
       fault: `${CLIENTS} clients (own keys, 2 tenants; limits 200/s a key, 80/s a tenant) for ${SECONDS} s: 10% creates, 50% executions, 25% resolutions, 15% searches; a client told 429 waits Retry-After`,
       expectation: 'no 5xx (429 with Retry-After when over a limit); every acknowledged create resolves afterwards; daemon and worker memory bounded',
     })
-    const workersRss = () => childPids(d.pid).reduce((sum, pid) => sum + rssBytes(pid), 0)
+    const workersRss = () => childPids(d.pid).reduce((sum, pid) => sum + treeRssBytes(pid), 0)
     // warm: every seed run once on each worker
     for (const tenant of Object.keys(seeds)) for (const short of seeds[tenant]!) await call(`${d.url}/api/v1/functions/${short}/execute`, 'POST', { arguments: { a: 1, b: 2 } }, { authorization: `Bearer ${keys.find((k) => k.tenant === tenant)!.key}` })
     const before = { daemon: rssBytes(d.pid), workers: workersRss() }

@@ -13,3 +13,13 @@ export type {
 export { createSandbox } from './sandbox.js'
 export { parseSignatureParams, parseSignature, bindArguments, type SignatureParam, type BoundArguments } from './signature.js'
 export { SANDBOX_FAMILIES, sandboxFamilyOf } from './languages.js'
+export {
+  OS_ISOLATION_MODES,
+  launchNodeScript,
+  resolveOsIsolation,
+  type OsIsolation,
+  type OsIsolationInit,
+  type OsIsolationLayer,
+  type OsIsolationMode,
+  type OsIsolationStatus,
+} from './os-isolation.js'

@@ -134,6 +134,7 @@ class SandboxPool implements Sandbox {
       restarts: this.restarts,
       executions: this.executions,
       perWorker,
+      osIsolation: this.init.osIsolation?.status ?? { mode: 'off', layer: 'none', uid: null, network: 'host', reason: 'no OS wall configured' },
     }
   }
 
@@ -174,6 +175,7 @@ class SandboxPool implements Sandbox {
       killGraceMs: this.killGraceMs,
       pythonKillGraceMs: this.pythonKillGraceMs,
       logger: this.init.logger,
+      ...(this.init.osIsolation && { isolation: this.init.osIsolation }),
       onExit: (w, exit) => this.onWorkerExit(w, exit),
     })
     this.workers.add(worker)

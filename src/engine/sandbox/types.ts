@@ -1,4 +1,5 @@
 import type { SvcError } from '../../core/errors.js'
+import type { OsIsolation, OsIsolationStatus } from './os-isolation.js'
 
 /** Limits applied to one execution. */
 export interface ExecutionLimits {
@@ -120,6 +121,8 @@ export interface SandboxStats {
   /** Executions completed since start. */
   executions: number
   perWorker: SandboxWorkerStats[]
+  /** The OS wall the workers run behind. */
+  osIsolation: OsIsolationStatus
 }
 
 /** A supervised pool of worker processes running functions in isolates. */
@@ -180,5 +183,7 @@ export interface SandboxInit {
    * fresh interpreter for every tenant the worker held.
    */
   pythonKillGraceMs?: number
+  /** The OS wall around each worker (`resolveOsIsolation`); unset: plain worker processes. */
+  osIsolation?: OsIsolation
   logger?: SandboxLogger
 }

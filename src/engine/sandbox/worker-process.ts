@@ -1,10 +1,11 @@
-import { fork, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { dirname, extname, join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { isWorkerMessage, sourceCapacity, type ExecuteJob, type SupervisorMessage, type WireOutcome, type WorkerConfig } from './ipc.js'
 import { LruCache } from '../lru.js'
+import { launchNodeScript, type OsIsolation } from './os-isolation.js'
 import type { SandboxLogger } from './types.js'
 
 /** Time a call may spend before its time-limited part starts (isolate creation, transpiling, compiling). */
@@ -47,6 +48,8 @@ export interface WorkerProcessOptions {
   /** the kill grace of Python calls (the interpreter unwinds from its interrupt) */
   pythonKillGraceMs: number
   logger?: SandboxLogger
+  /** the OS wall the worker runs behind (none: a plain fork) */
+  isolation?: OsIsolation
   onExit(worker: WorkerProcess, exit: WorkerExit): void
 }
 
@@ -96,11 +99,7 @@ export class WorkerProcess {
   constructor(private readonly options: WorkerProcessOptions) {
     const entry = workerEntry()
     this.sentSources = new LruCache<true>(sourceCapacity(options.config.maxWarmIsolates), () => undefined)
-    this.child = fork(entry.path, [JSON.stringify(options.config)], {
-      execArgv: entry.execArgv,
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      serialization: 'json',
-    })
+    this.child = launchNodeScript(options.isolation, { ...entry, args: [JSON.stringify(options.config)] })
     this.pid = this.child.pid ?? 0
     this.forwardOutput(this.child.stdout, 'stdout')
     this.forwardOutput(this.child.stderr, 'stderr')

@@ -1,4 +1,5 @@
 import type { Engine } from '../../../engine/index.js'
+import type { OsIsolationStatus } from '../../../engine/sandbox/index.js'
 import { defineRoute, type RestRoute } from '../operation.js'
 import { readinessOf } from './system.js'
 import { nodeAboutSchema } from './response-schemas.js'
@@ -8,6 +9,8 @@ export interface NodeInfoInit {
   version: string
   /** sandbox worker processes (config execution.workers) */
   sandboxWorkers: number
+  /** the OS wall around the sandbox workers (execution.os_isolation) */
+  sandboxIsolation?: OsIsolationStatus
   /** federation.enabled */
   federation: boolean
 }
@@ -22,7 +25,7 @@ export function nodeInfoRoutes(engine: Engine, init: NodeInfoInit | undefined, c
   return [
     defineRoute({
       method: 'get', path: '/api/v1/node/info', operation: 'system.node_info', access: 'public',
-      summary: 'Version, uptime, readiness, auth mode, sandbox workers, federation on/off (no credentials needed)',
+      summary: 'Version, uptime, readiness, auth mode, sandbox workers and their OS wall, federation on/off (no credentials needed)',
       responses: { 200: nodeAboutSchema },
       errors: [],
       async handle(_principal, ctx) {
@@ -37,10 +40,23 @@ export function nodeInfoRoutes(engine: Engine, init: NodeInfoInit | undefined, c
           started_at: lifecycle?.type === 'node.started' ? lifecycle.timestamp : null,
           uptime_s: Math.round(process.uptime()),
           auth_mode: engine.authMode,
-          sandbox: { workers: init?.sandboxWorkers ?? null },
+          sandbox: { workers: init?.sandboxWorkers ?? null, os_isolation: osIsolationOf(init?.sandboxIsolation) },
           federation: { enabled: init?.federation ?? engine.federation.port !== undefined },
         }
       },
     }),
   ]
+}
+
+/** Which sandbox layers are up, for operators: the OS wall's mechanism, the workers' uid, their network. */
+function osIsolationOf(status: OsIsolationStatus | undefined): Record<string, unknown> | null {
+  if (status === undefined) return null
+  return {
+    mode: status.mode,
+    layer: status.layer,
+    uid: status.uid,
+    network: status.network,
+    ...(status.reason !== undefined && { reason: status.reason }),
+    ...(status.passedOver !== undefined && { passed_over: status.passedOver }),
+  }
 }

@@ -318,7 +318,17 @@ export const nodeAboutSchema = z.object({
   started_at: time.nullable().describe('when the node started serving (null while starting)'),
   uptime_s: z.int(),
   auth_mode: z.enum(['standard', 'native', 'none']).describe('how callers authenticate (none: no credentials, tenant from X-Svc-Namespace)'),
-  sandbox: z.object({ workers: z.int().nullable().describe('sandbox worker processes') }),
+  sandbox: z.object({
+    workers: z.int().nullable().describe('sandbox worker processes'),
+    os_isolation: z.object({
+      mode: z.enum(['auto', 'required', 'off']).describe('execution.os_isolation'),
+      layer: z.enum(['bubblewrap', 'unshare', 'none']).describe('the OS wall the workers run behind (none: off, or unavailable here)'),
+      uid: z.int().nullable().describe('the uid the workers run as, when it differs from the node\'s (nobody when the node runs as root)'),
+      network: z.enum(['none', 'host']).describe('none: the workers have no network interface but their own loopback'),
+      reason: z.string().optional().describe('why there is no wall'),
+      passed_over: z.string().optional().describe('why the mechanisms tried before the active one failed (bubblewrap before unshare)'),
+    }).nullable().describe('the OS wall around the sandbox workers (README, "Sandbox layers")'),
+  }),
   federation: z.object({ enabled: z.boolean() }),
 })
 
