@@ -111,6 +111,11 @@ export const configSchema = z.object({
     max_log_bytes: z.number().int().min(0),
     kill_grace_ms: z.number().int().min(0),
     record_flush_ms: z.number().int().min(0).max(1000),
+    result_cache: z.object({
+      max_entries: z.number().int().min(0),
+      max_bytes: z.number().int().min(0),
+      max_result_bytes: z.number().int().min(0),
+    }).strict(),
     python: z.object({
       wheelhouse: z.string(),
       interpreters_per_worker: z.number().int().min(1).max(64),

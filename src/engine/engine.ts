@@ -26,6 +26,8 @@ import { Mutex } from './mutex.js'
 import type { FederationPort } from './replication/federation-port.js'
 import { fetchMissingCode } from './replication/remote-code.js'
 import { WheelProvisioner, type WheelProvisionerInit } from './executions/wheel-provisioner.js'
+import { ReceiptIssuer } from './executions/receipt-issuer.js'
+import type { ReceiptSigner } from '../core/receipt.js'
 import type { Readable } from 'node:stream'
 import { backupStream } from './storage/backup.js'
 import { DATA_FORMAT_VERSION } from './storage/catalog-store.js'
@@ -94,6 +96,11 @@ export interface Engine {
   readonly federation: FederationPort | undefined
   /** attaches (or, with undefined, detaches) the federation port */
   attachFederation(port: FederationPort | undefined): void
+  /**
+   * The key every execution's receipt is signed with (the node's libp2p key and the certificate
+   * binding its PeerId); undefined: executions get no receipt.
+   */
+  useReceiptSigner(signer: ReceiptSigner | undefined): void
   /** service-spec §4.3 native execution */
   nativeExecute(principal: Principal, body: NativeExecuteRequest): Promise<NativeExecuteResult>
   /** `/v1` publish: base64 source and a runtime such as `node20` or `python3.11` */
@@ -140,7 +147,10 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
   replication.onApplied((fn) => functions.invalidate(fn.tenant_id, fn.rufid_short, fn.version))
   let federation: FederationPort | undefined
   const wheels = new WheelProvisioner(init.wheels ?? {}, { federation: () => federation })
-  const executions = new ExecutionService(init.execution, { registry: functions, store, sandbox, metrics, events, wheels })
+  const receipts = new ReceiptIssuer()
+  const executions = new ExecutionService(init.execution, {
+    registry: functions, store, sandbox, metrics, events, wheels, receipts, federation: () => federation,
+  })
   const keys = new ApiKeyService(init.auth.keys, init.auth.mode === 'standard' ? createLevelKeyStorage(db) : createMemoryKeyStorage())
   const authenticator: Authenticator = init.auth.mode === 'none'
     ? createLocalAuthenticator({ defaultTenant: init.auth.defaultTenant })
@@ -182,6 +192,9 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     },
     attachFederation(port) {
       federation = port
+    },
+    useReceiptSigner(signer) {
+      receipts.use(signer)
     },
     nativeExecute(principal, body) {
       return nativeExecute(principal, body, { functions, executions })
