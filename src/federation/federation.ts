@@ -7,7 +7,10 @@ import { MAX_REMOTE_WHEEL_BYTES, sha256Of } from '../engine/execution/python-whe
 import type { SvcMetrics } from '../engine/metrics.js'
 import { isCatalogChange, type ApplyResult, type CatalogChange, type SyncBatch, type VersionVector } from '../engine/replication/catalog-replica.js'
 import { withoutCode } from '../engine/replication/change-authenticator.js'
-import type { FederatedDiscovery, FederationMemberStatus, FederationNodeInfo, FederationPort } from '../engine/replication/federation-port.js'
+import type { FederatedDiscovery, FederationMemberStatus, FederationNodeInfo, FederationPort, RemoteResult, RemoteResultQuery } from '../engine/replication/federation-port.js'
+import type { CachedResult } from '../engine/executions/result-cache.js'
+import type { Receipt } from '../core/receipt.js'
+import { ResultProvider, type ResultProviderInit } from './result-provider.js'
 import type { FunctionVersion, Principal } from '../engine/types.js'
 import { CertificateVerifier, MembershipError } from './certificates.js'
 import { createChangeAuthenticator } from './change-authenticator.js'
@@ -32,6 +35,8 @@ export interface FederationInit extends FederationNodeInit {
    * provider of (its wheelhouse, and the wheels it fetched from peers).
    */
   wheelDirs?: string[]
+  /** results of deterministic functions among members: trust policy and fan-out (result-provider.ts) */
+  results?: Omit<ResultProviderInit, 'caCertPem' | 'revoked'>
 }
 
 export interface FederationComponents {
@@ -88,6 +93,7 @@ export class Federation implements FederationPort {
   private readonly wheelDirStamps = new Map<string, number>()
   private timer: NodeJS.Timeout | undefined
   private readonly memberStatusService: MemberStatusService
+  private readonly resultProvider: ResultProvider
 
   constructor(init: FederationInit, components: FederationComponents) {
     this.init = init
@@ -101,6 +107,10 @@ export class Federation implements FederationPort {
       onRefused: (refusal) => this.recordRefusal(refusal),
     })
     this.memberStatusService = new MemberStatusService({ node: this.node, replica: this.engine.replication, registered: () => this.registered })
+    this.resultProvider = new ResultProvider(
+      { ...init.results, caCertPem: init.caCertPem, revoked: init.revoked ?? [] },
+      { node: this.node, results: this.engine.executions.results, audit: this.engine.auditLog, logger: this.log },
+    )
   }
 
   /** A refused peer, counted and audited (the node logged it at warn). */
@@ -151,6 +161,7 @@ export class Federation implements FederationPort {
     await this.node.handleMembers(CODE_PROTOCOL, async (request) => this.serveCode(request as { tenant_id: string; rufid_short: string; version: number; content_digest: string }))
     await this.node.handleMembers(REGISTER_PROTOCOL, async (request) => this.register(request))
     await this.node.handleMembers(WHEEL_PROTOCOL, async (request) => this.serveWheel(request as { sha256?: unknown }))
+    await this.resultProvider.start()
     await this.memberStatusService.start()
     this.unsubscribe.push(replica.onLocalChange((change) => this.announce(change)))
     this.unsubscribe.push(replica.onConflict((conflict) => {
@@ -540,6 +551,24 @@ export class Federation implements FederationPort {
       this.metrics?.federationDiscoveryRequests.inc({ result: 'error' })
       throw err
     }
+  }
+
+  // ---- results of deterministic functions (result-provider.ts) ----------------------------------
+
+  findResult(query: RemoteResultQuery): Promise<RemoteResult | undefined> {
+    return this.resultProvider.find(query)
+  }
+
+  offerResult(key: string, entry: CachedResult): void {
+    this.resultProvider.offer(key, entry)
+  }
+
+  acceptsResult(entry: CachedResult): boolean {
+    return this.resultProvider.accepts(entry)
+  }
+
+  compareResult(remote: RemoteResult, local: Receipt): void {
+    this.resultProvider.compare(remote, local)
   }
 
   // ---- registration ------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ export interface ExecutionServiceComponents {
   /** signs each finished execution's receipt (absent: a fresh issuer without a signer, no receipts) */
   receipts?: ReceiptIssuer
   /** the federation, when this node is a member: results of deterministic functions among members */
-  federation?: () => Pick<FederationPort, 'findResult' | 'offerResult' | 'compareResult'> | undefined
+  federation?: () => Pick<FederationPort, 'findResult' | 'offerResult' | 'compareResult' | 'acceptsResult'> | undefined
 }
 
 /** How a call runs: its arguments' digest (receipts, the result cache) and whether it is deterministic. */
@@ -171,7 +171,7 @@ export class ExecutionService {
       tenant: fn.tenant_id, content_digest: fn.content_digest, lockfile_digest: this.receipts.lockfileDigestOf(fn), arguments_digest: argsDigest,
     }
     const key = resultCacheKey(fields)
-    const held = this.results.get(key) ?? await this.inflight.get(key)?.catch(() => undefined)
+    const held = this.trustedEntry(this.results.get(key)) ?? await this.inflight.get(key)?.catch(() => undefined)
     if (held !== undefined) return this.answerFromCache(principal, fn, held, 'hit', started, started_at)
 
     let settle!: (entry: CachedResult | undefined) => void
@@ -204,6 +204,12 @@ export class ExecutionService {
     }
   }
 
+  /** A stored entry this node answers from: its own or accepted results; an offered one only under its trust policy. */
+  private trustedEntry(entry: CachedResult | undefined): CachedResult | undefined {
+    if (entry === undefined || entry.source !== 'offered') return entry
+    return this.c.federation?.()?.acceptsResult?.(entry) === true ? entry : undefined
+  }
+
   private countLookup(result: 'hit' | 'remote_hit' | 'miss'): void {
     this.c.metrics.resultCacheLookups.inc({ result })
     this.lookups.total++
@@ -229,7 +235,7 @@ export class ExecutionService {
       result: entry.result,
       receipt,
       cached: true,
-      cache_source: how === 'hit' ? entry.source : 'remote',
+      cache_source: how === 'hit' && entry.source === 'local' ? 'local' : 'remote',
     }
     await this.c.store.putExecution(record, this.recordUsage(record, this.stats.get(statsKey(fn)) ?? await this.loadStats(fn)))
     this.publish(fn, record)

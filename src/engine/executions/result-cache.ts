@@ -29,8 +29,12 @@ export interface CachedResult extends ResultKeyFields {
   /** length of the result's JSON text */
   resultBytes: number
   receipts: Receipt[]
-  /** where the entry came from: this node's execution, or a member's answer */
-  source: 'local' | 'remote'
+  /**
+   * where the entry came from: this node's execution, a member's answer this node accepted under
+   * its trust policy, or a member's offer (kept to serve members; answered here only once the
+   * trust policy accepts its receipts: `FederationPort.acceptsResult`)
+   */
+  source: 'local' | 'remote' | 'offered'
 }
 
 export interface ResultCacheInit {

@@ -87,6 +87,8 @@ export interface FederationPort {
   findResult?(query: RemoteResultQuery): Promise<RemoteResult | undefined>
   /** hands a result computed here to the members that keep results of its key (fire and forget) */
   offerResult?(key: string, entry: CachedResult): void
+  /** whether an entry members offered satisfies this node's trust policy (else it is not answered from) */
+  acceptsResult?(entry: CachedResult): boolean
   /** a remote result was re-executed here (`reexecute`): records a conflict when the results differ */
   compareResult?(remote: RemoteResult, local: Receipt): void
 }
