@@ -4,9 +4,9 @@ import { isAbsolute, join, resolve } from 'node:path'
 import type { PrivateKey } from '@libp2p/interface'
 import type { ReceiptSigner } from '../core/receipt.js'
 import { peerIdsBoundBy } from '../core/node-certificate.js'
-import { createFederationCa, issueNodeCertificate } from './certificates.js'
 import type { FederationConfig } from './daemon-wiring.js'
 import { loadOrCreatePeerIdentity } from './identity.js'
+import { selfSignedNodeCertificate } from './self-certificate.js'
 
 /** Where a node without federation keeps the certificate it made for its own PeerId. */
 export const SELF_CERTIFICATE_FILE = 'receipt-cert.pem'
@@ -30,8 +30,8 @@ export function receiptSignerOf(privateKey: PrivateKey, peerId: string, certific
 /**
  * The node's receipt signer: its libp2p identity (the key federation uses, `<data_dir>/peer-key`
  * by default) with, when federation is enabled, its federation certificate; otherwise a
- * certificate the node issues itself once (kept in `<data_dir>/receipt-cert.pem`, from a one-off
- * CA whose key is thrown away). Such receipts verify without a CA (`certified: false`): they prove
+ * certificate the node signs itself once with the same key (kept in `<data_dir>/receipt-cert.pem`,
+ * see self-certificate.ts). Such receipts verify without a CA (`certified: false`): they prove
  * that the holder of the PeerId's key signed them, not membership of any federation.
  */
 export async function loadNodeReceiptSigner(config: Pick<FederationConfig, 'enabled' | 'identity_file' | 'cert_file'>, dataDir: string): Promise<ReceiptSigner> {
@@ -44,8 +44,7 @@ export async function loadNodeReceiptSigner(config: Pick<FederationConfig, 'enab
     const file = join(dataDir, SELF_CERTIFICATE_FILE)
     certificatePem = await readFile(file, 'utf8').catch(() => '')
     if (!bindsPeerId(certificatePem, identity.peerId)) {
-      const ca = createFederationCa({ name: `svc-node ${identity.peerId} (self-issued)`, days: 36500 })
-      certificatePem = issueNodeCertificate(ca, identity.peerId, { days: 36500, publicKeyPem: publicKeyPemOf(ca.certPem) }).certPem
+      certificatePem = selfSignedNodeCertificate(ed25519KeyObject(identity.privateKey), identity.peerId)
       await writeFile(file, certificatePem)
     }
   }
@@ -60,5 +59,3 @@ function bindsPeerId(pem: string, peerId: string): boolean {
     return false
   }
 }
-
-const publicKeyPemOf = (certPem: string): string => new X509Certificate(certPem).publicKey.export({ type: 'spki', format: 'pem' }).toString()

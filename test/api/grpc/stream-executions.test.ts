@@ -77,6 +77,9 @@ describe('gRPC door: StreamExecutions', () => {
       status: 'success',
       execution_time_ms: record.execution_time_ms,
       timestamp: record.finished_at,
+      // this engine signs no receipts
+      receipt_digest: '',
+      cached: false,
     })
     expect(event!.error_code).toBeUndefined()
     await tick(100)
