@@ -113,6 +113,11 @@ export const configSchema = z.object({
     kill_grace_ms: z.number().int().min(0),
     record_flush_ms: z.number().int().min(0).max(1000),
     os_isolation: z.enum(OS_ISOLATION_MODES),
+    result_cache: z.object({
+      max_entries: z.number().int().min(0),
+      max_bytes: z.number().int().min(0),
+      max_result_bytes: z.number().int().min(0),
+    }).strict(),
     python: z.object({
       wheelhouse: z.string(),
       interpreters_per_worker: z.number().int().min(1).max(64),

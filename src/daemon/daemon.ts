@@ -17,6 +17,7 @@ import {
 import { announceAdminKey } from './admin-key.js'
 import { catalogLocation, prepareDataDirectory, StartupFailure } from './data-directory.js'
 import { startDaemonFederation, type DaemonFederation } from '../federation/daemon-wiring.js'
+import { loadNodeReceiptSigner } from '../federation/receipt-signer.js'
 import type { SvcConfig } from './config.js'
 import { VERSION } from './version.js'
 
@@ -114,7 +115,11 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         maxSourceBytes: config.registry.max_source_bytes,
         shareBase: () => shareBase,
       },
-      execution: { defaults: limitsOf(x.defaults), max: limitsOf(x.max) },
+      execution: {
+        defaults: limitsOf(x.defaults),
+        max: limitsOf(x.max),
+        resultCache: { maxEntries: x.result_cache.max_entries, maxBytes: x.result_cache.max_bytes, maxResultBytes: x.result_cache.max_result_bytes },
+      },
       auth: authInitOf(config),
       rateLimits: {
         perKey: ruleOf(config.rate_limits.per_key),
@@ -188,6 +193,8 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     },
     async start() {
       await engine.start()
+      // every execution's receipt is signed with the node's libp2p key (docs/receipts.md)
+      engine.useReceiptSigner(await loadNodeReceiptSigner(config.federation, config.data_dir))
       nodeDatabase.watchStorage()
       const keyShown = await announceAdminKey(engine, config, { env, logger, announce })
       const tls = config.server.tls

@@ -27,6 +27,8 @@ import type { FederationLink } from './replication/federation-port.js'
 import { createFederationLink, reportReplicatedChanges } from './replication/federation-link.js'
 import { fetchMissingCode } from './replication/remote-code.js'
 import { WheelProvisioner, type WheelProvisionerInit } from './executions/wheel-provisioner.js'
+import { ReceiptIssuer } from './executions/receipt-issuer.js'
+import type { ReceiptSigner } from '../core/receipt.js'
 import type { Readable } from 'node:stream'
 import { backupStream, requireOperator } from './storage/backup.js'
 import { DATA_FORMAT_VERSION } from './storage/catalog-store.js'
@@ -96,6 +98,11 @@ export interface Engine {
    * a single node). The engine records and publishes replicated changes and conflicts itself.
    */
   readonly federation: FederationLink
+  /**
+   * The key every execution's receipt is signed with (the node's libp2p key and the certificate
+   * binding its PeerId); undefined: executions get no receipt.
+   */
+  useReceiptSigner(signer: ReceiptSigner | undefined): void
   /** service-spec §4.3 native execution */
   nativeExecute(principal: Principal, body: NativeExecuteRequest): Promise<NativeExecuteResult>
   /** `/v1` publish: base64 source and a runtime such as `node20` or `python3.11` */
@@ -143,7 +150,10 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
   })
   replication.onApplied((fn) => functions.invalidate(fn.tenant_id, fn.rufid_short, fn.version))
   const wheels = new WheelProvisioner(init.wheels ?? {}, { federation: () => federation.port })
-  const executions = new ExecutionService(init.execution, { registry: functions, store, sandbox, metrics, events, wheels })
+  const receipts = new ReceiptIssuer()
+  const executions = new ExecutionService(init.execution, {
+    registry: functions, store, sandbox, metrics, events, wheels, receipts, federation: () => federation.port,
+  })
   const keys = new ApiKeyService(init.auth.keys, init.auth.mode === 'standard' ? createLevelKeyStorage(db) : createMemoryKeyStorage())
   const authenticator: Authenticator = init.auth.mode === 'none'
     ? createLocalAuthenticator({ defaultTenant: init.auth.defaultTenant })
@@ -183,6 +193,9 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     marketplace,
     replication,
     federation,
+    useReceiptSigner(signer) {
+      receipts.use(signer)
+    },
     nativeExecute(principal, body) {
       return nativeExecute(principal, body, { functions, executions })
     },

@@ -12,6 +12,10 @@ export interface ExecutionEvent {
   execution_time_ms: number
   error_code: number | null
   timestamp: string
+  /** SHA-256 hex of the receipt's signed bytes (docs/receipts.md §4); null when it has none */
+  receipt_digest: string | null
+  /** true when the result came from the result cache (the receipt is the computing execution's) */
+  cached: boolean
 }
 
 export type SystemEventType =

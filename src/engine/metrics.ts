@@ -16,6 +16,8 @@ export interface SvcMetrics {
   functionExecutions: Counter<'language' | 'status'>
   functionExecutionDuration: Histogram<'language'>
   functionErrors: Counter<'code'>
+  resultCacheLookups: Counter<'result'>
+  resultCacheHitsRatio: Gauge
   federationNodesActive: Gauge
   federationSyncDuration: Histogram
   federationDiscoveryRequests: Counter<'result'>
@@ -108,6 +110,14 @@ export function createMetrics(init: MetricsInit = {}): SvcMetrics {
     }),
     functionErrors: new Counter({
       name: 'svc_function_errors_total', help: 'Failed executions by svc error code', labelNames: ['code'], registers,
+    }),
+    resultCacheLookups: new Counter({
+      name: 'svc_result_cache_lookups_total',
+      help: 'Calls of deterministic functions, by where the result came from: hit (this node\'s result cache), remote_hit (a member\'s verified receipt), miss (run here)',
+      labelNames: ['result'], registers,
+    }),
+    resultCacheHitsRatio: new Gauge({
+      name: 'svc_result_cache_hits_ratio', help: 'Result cache hits (local and remote) over lookups since start', registers,
     }),
     federationNodesActive: new Gauge({
       name: 'svc_federation_nodes_active', help: 'Federation members currently connected', registers,

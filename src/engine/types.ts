@@ -1,4 +1,5 @@
 /** Domain records of the engine. Wire formats are built from these by the protocol adapters. */
+import type { Receipt } from '../core/receipt.js'
 
 export type Permission = 'rufid.create' | 'rufid.read' | 'rufid.execute' | 'rufid.delete' | 'rufid.admin'
 export const ALL_PERMISSIONS: readonly Permission[] = [
@@ -95,6 +96,16 @@ export interface ExecutionRecord {
   error?: { code: number; name: string; message: string; details?: Record<string, unknown> }
   logs: ExecutionLogLine[]
   user: string
+  /**
+   * the signed receipt (docs/receipts.md) of a finished execution; null when the node has no signer
+   * or the call has no canonical form. A cached answer carries the receipt of the execution that
+   * computed the result, unchanged (its execution_id is that execution's, maybe on another node).
+   */
+  receipt?: Receipt | null
+  /** true when the result came from the result cache of a deterministic function (nothing ran) */
+  cached?: boolean
+  /** where a cached result came from: this node's own execution, or a member's verified receipt */
+  cache_source?: 'local' | 'remote'
 }
 
 export interface Page<T> {

@@ -32,6 +32,19 @@ export const federationConfigSchema = z.object({
   membership_timeout_ms: z.number().int().min(100).max(600_000),
   /** a refused peer's redials are refused, both ways, for this long */
   refusal_backoff_ms: z.number().int().min(0).max(86_400_000),
+  /** results of deterministic functions shared among members (docs/receipts.md "Once per federation") */
+  results: z.object({
+    enabled: z.boolean(),
+    /** whose receipts a node answers from: any member's, trusted_signers' only, or quorum matching ones */
+    trust: z.enum(['any_member', 'trusted_signers', 'quorum']),
+    trusted_signers: z.array(z.string().min(1)),
+    quorum: z.number().int().min(1).max(16),
+    /** the fraction of remote hits run here as well and compared (a difference is a conflict) */
+    reexecute_fraction: z.number().min(0).max(1),
+    candidates: z.number().int().min(0).max(64),
+    replicas: z.number().int().min(0).max(64),
+    timeout_ms: z.number().int().min(50).max(60_000),
+  }).strict(),
 }).strict()
 
 export type FederationConfig = z.infer<typeof federationConfigSchema>
@@ -49,6 +62,9 @@ export const federationConfigDefaults: FederationConfig = {
   sync_interval_ms: 2000,
   membership_timeout_ms: 5000,
   refusal_backoff_ms: 30000,
+  results: {
+    enabled: true, trust: 'any_member', trusted_signers: [], quorum: 2, reexecute_fraction: 0, candidates: 3, replicas: 2, timeout_ms: 2000,
+  },
 }
 
 export interface DaemonFederationComponents {
@@ -95,6 +111,16 @@ export async function startDaemonFederation(config: FederationConfig, components
     membershipTimeoutMs: config.membership_timeout_ms,
     denyMs: config.refusal_backoff_ms,
     ...(components.wheelDirs ? { wheelDirs: components.wheelDirs } : {}),
+    results: {
+      enabled: config.results.enabled,
+      trust: config.results.trust,
+      trustedSigners: config.results.trusted_signers,
+      quorum: config.results.quorum,
+      reexecuteFraction: config.results.reexecute_fraction,
+      candidates: config.results.candidates,
+      replicas: config.results.replicas,
+      timeoutMs: config.results.timeout_ms,
+    },
   }, { engine: components.engine, logger: components.logger, metrics: components.metrics })
   await federation.start()
   const multiaddrs = federation.node.multiaddrs()

@@ -1,7 +1,10 @@
 import type { Engine } from '../engine/engine.js'
 import type { SvcMetrics } from '../engine/metrics.js'
 import type { SyncBatch, VersionVector } from '../engine/replication/catalog-replica.js'
-import type { FederatedDiscovery, FederationMemberStatus, FederationNodeInfo, FederationPort } from '../engine/replication/federation-port.js'
+import type { FederatedDiscovery, FederationMemberStatus, FederationNodeInfo, FederationPort, RemoteResult, RemoteResultQuery } from '../engine/replication/federation-port.js'
+import type { CachedResult } from '../engine/executions/result-cache.js'
+import type { Receipt } from '../core/receipt.js'
+import { ResultProvider, type ResultProviderInit } from './result-provider.js'
 import type { Principal } from '../engine/types.js'
 import { CatalogSync, CATALOG_TOPIC, SYNC_PROTOCOL, type CatalogSyncInit } from './catalog-sync.js'
 import { CertificateVerifier } from './certificates.js'
@@ -14,11 +17,14 @@ import { WheelProvider, WHEEL_PROTOCOL, type WheelProviderInit } from './wheel-p
 
 export { CATALOG_TOPIC, CODE_PROTOCOL, NODES_TOPIC, REGISTER_PROTOCOL, SYNC_PROTOCOL, WHEEL_PROTOCOL }
 
-export interface FederationInit extends FederationNodeInit, CatalogSyncInit, RegistrarInit, WheelProviderInit {}
+export interface FederationInit extends FederationNodeInit, CatalogSyncInit, RegistrarInit, WheelProviderInit {
+  /** results of deterministic functions among members: trust policy and fan-out (result-provider.ts) */
+  results?: Omit<ResultProviderInit, 'caCertPem' | 'revoked'>
+}
 
 export interface FederationComponents {
   /** what the federation needs of the engine: its replicated catalog, lineage (discovery), and its link */
-  engine: Pick<Engine, 'replication' | 'functions' | 'federation'>
+  engine: Pick<Engine, 'replication' | 'functions' | 'federation' | 'executions' | 'auditLog'>
   logger?: FederationLogger
   metrics?: SvcMetrics
 }
@@ -38,6 +44,7 @@ export class Federation implements FederationPort {
   readonly code: CodeProvider
   readonly wheels: WheelProvider
   readonly registrar: Registrar
+  readonly results: ResultProvider
   private readonly engine: FederationComponents['engine']
   private readonly log: FederationLogger
   private readonly metrics: SvcMetrics | undefined
@@ -70,6 +77,10 @@ export class Federation implements FederationPort {
       node, replica, logger: log, ...(metrics ? { metrics } : {}),
       onAddedBy: (digest, origin) => this.code.hintHolder(digest, origin),
     })
+    this.results = new ResultProvider(
+      { ...init.results, caCertPem: init.caCertPem, revoked: init.revoked ?? [] },
+      { node, results: this.engine.executions.results, audit: this.engine.auditLog, logger: log },
+    )
   }
 
   get nodeId(): string {
@@ -96,6 +107,7 @@ export class Federation implements FederationPort {
     await this.code.start()
     await this.wheels.start()
     await this.registrar.start()
+    await this.results.start()
     this.unsubscribe.push(link.connect(this))
     await this.catalog.start()
   }
@@ -103,6 +115,7 @@ export class Federation implements FederationPort {
   async stop(): Promise<void> {
     for (const u of this.unsubscribe.splice(0)) u()
     await this.catalog.stop()
+    await this.results.stop()
     await this.registrar.stop()
     await this.wheels.stop()
     await this.code.stop()
@@ -110,6 +123,22 @@ export class Federation implements FederationPort {
   }
 
   // ---- FederationPort: each call answered by the service that owns it ----------------------------
+
+  findResult(query: RemoteResultQuery): Promise<RemoteResult | undefined> {
+    return this.results.find(query)
+  }
+
+  offerResult(key: string, entry: CachedResult): void {
+    this.results.offer(key, entry)
+  }
+
+  acceptsResult(entry: CachedResult): boolean {
+    return this.results.accepts(entry)
+  }
+
+  compareResult(remote: RemoteResult, local: Receipt): void {
+    this.results.compare(remote, local)
+  }
 
   nodes(): FederationNodeInfo[] {
     return this.registrar.nodes()

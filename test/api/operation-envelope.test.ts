@@ -140,6 +140,7 @@ describe('the operation envelope covers every operation of every door', () => {
       resolveRUFID: `{ resolveRUFID(rufid: "${SHORT}") { rufid } }`,
       listFunctions: '{ listFunctions { pagination { total } } }',
       getFunctionMetrics: `{ getFunctionMetrics(rufid: "${SHORT}") { usageCount } }`,
+      executionReceipt: '{ executionReceipt(executionId: "ex_01JD8X9R6Q4M2N0P5S7T3V1W9Y") }',
       createFunction: 'mutation { createFunction(input: {functionName: "1bad", sourceCode: "x", signature: "()", language: "javascript"}) { rufid } }',
       executeFunction: `mutation { executeFunction(rufid: "${SHORT}", args: {}) { result } }`,
       deleteFunction: `mutation { deleteFunction(rufid: "${SHORT}") }`,

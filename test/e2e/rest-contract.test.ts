@@ -174,6 +174,10 @@ describe('REST answers match /openapi.json (a real daemon)', () => {
       await new Promise((r) => setTimeout(r, 50))
     }
     await call('GET', '/v1/executions/{id}/logs', `/v1/executions/${id}/logs`)
+    const receipt = await call('GET', '/v1/executions/{id}/receipt', `/v1/executions/${id}/receipt`)
+    expect(receipt.status).toBe(200)
+    expect(receipt.body.execution_id).toBe(id)
+    expect((await call('GET', '/v1/executions/{id}/receipt', '/v1/executions/ex_01JD8X9R6Q4M2N0P5S7T3V1W9Y/receipt')).status).toBe(404)
     await call('GET', '/v1/executions/{id}', '/v1/executions/ex_missing')
     await call('GET', '/v1/marketplace/functions/search', '/v1/marketplace/functions/search?q=add&limit=10')
     expect((await call('GET', '/v1/marketplace/functions/search', '/v1/marketplace/functions/search?limit=abc')).status).toBe(400)

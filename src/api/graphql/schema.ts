@@ -30,6 +30,8 @@ type Query {
   listFunctions(search: String, tags: [String], limit: Int = 20, offset: Int = 0): FunctionList
   """Usage statistics of one function version."""
   getFunctionMetrics(rufid: String!): FunctionMetrics
+  """The signed receipt of a finished execution of the caller's tenant (docs/receipts.md)."""
+  executionReceipt(executionId: String!): JSON
 }
 
 type Mutation {
@@ -144,6 +146,10 @@ type ExecutionResult {
   shortRufid: String!
   """the full RUFID of the version that ran"""
   fullRufid: String!
+  """true when a deterministic function's result came from the result cache (nothing ran)"""
+  cached: Boolean!
+  """the signed receipt (docs/receipts.md); a cached result carries the receipt of the execution that computed it"""
+  receipt: JSON
 }
 
 type ExecutionEvent {
@@ -161,6 +167,10 @@ type ExecutionEvent {
   executionTimeMs: Float!
   errorCode: Int
   timestamp: DateTime!
+  """SHA-256 hex of the receipt's signed bytes (null when the execution has no receipt)"""
+  receiptDigest: String
+  """true when the result came from the result cache"""
+  cached: Boolean!
 }
 
 type SystemEvent {
@@ -193,6 +203,7 @@ export const OPERATIONS: Readonly<Record<string, string>> = {
   resolveRUFID: 'rufid.resolve',
   listFunctions: 'rufid.list',
   getFunctionMetrics: 'rufid.read',
+  executionReceipt: 'execution.receipt',
   createFunction: 'rufid.create',
   executeFunction: 'rufid.execute',
   deleteFunction: 'rufid.delete',
@@ -253,6 +264,10 @@ export function createGraphqlSchema(door: Pick<GraphqlDoor, 'engine' | 'envelope
         const { fn } = await functions.resolve(p, functions.target(p, args.rufid))
         return executions.usageOf(fn)
       },
+    }),
+    executionReceipt: rootField({
+      name: OPERATIONS.executionReceipt!,
+      handle: (p, args) => executions.receiptOf(p, args.executionId),
     }),
   }
 
@@ -385,6 +400,8 @@ export function createGraphqlSchema(door: Pick<GraphqlDoor, 'engine' | 'envelope
     executionId: (r) => r.execution_id,
     shortRufid: (r) => r.rufid_short,
     fullRufid: (r) => r.rufid,
+    cached: (r) => r.cached === true,
+    receipt: (r) => r.receipt ?? null,
   }
 
   const executionEvent: FieldMap<ExecutionEvent> = {
@@ -399,6 +416,8 @@ export function createGraphqlSchema(door: Pick<GraphqlDoor, 'engine' | 'envelope
     executionTimeMs: (e) => e.execution_time_ms,
     errorCode: (e) => e.error_code,
     timestamp: (e) => e.timestamp,
+    receiptDigest: (e) => e.receipt_digest,
+    cached: (e) => e.cached,
   }
 
   const systemEvent: FieldMap<SystemEvent> = {

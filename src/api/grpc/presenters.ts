@@ -95,6 +95,8 @@ export function executionMessage(record: ExecutionRecord): ExecuteFunctionRespon
     execution_id: record.execution_id,
     rufid_short: record.rufid_short,
     full_rufid: record.rufid,
+    cached: record.cached === true,
+    receipt_json: record.receipt ? JSON.stringify(record.receipt) : '',
   }
 }
 
@@ -112,5 +114,7 @@ export function executionEventMessage(e: ExecutionEvent): ExecutionEventMessage 
     ...(e.error_code === null ? {} : { error_code: e.error_code }),
     timestamp: e.timestamp,
     full_rufid: e.rufid,
+    receipt_digest: e.receipt_digest ?? '',
+    cached: e.cached,
   }
 }

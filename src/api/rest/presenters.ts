@@ -100,6 +100,8 @@ export function executionBody(record: ExecutionRecord): Body<typeof executionSch
     execution_id: record.execution_id,
     rufid_short: record.rufid_short,
     full_rufid: record.rufid,
+    cached: record.cached === true,
+    receipt: record.receipt ?? null,
   }
 }
 
@@ -123,6 +125,8 @@ export function executionRecordBody(record: ExecutionRecord): Body<typeof execut
     memory_bytes: record.memory_bytes ?? null,
     ...(record.error ? { error: record.error } : { result: record.result ?? null }),
     logs: record.logs,
+    cached: record.cached === true,
+    receipt: record.receipt ?? null,
   }
 }
 

@@ -1,4 +1,5 @@
 import { isSvcError, SvcError, validationFailed } from '../../core/errors.js'
+import { receiptDigest, type Receipt } from '../../core/receipt.js'
 import { requirePermission } from '../authz.js'
 import type { EventBus } from '../events.js'
 import { timeOrderedId } from '../ids.js'
@@ -9,6 +10,9 @@ import type { ExecutionLimits, PipPin, Sandbox, SandboxOutcome } from '../sandbo
 import { sandboxFamilyOf } from '../sandbox/languages.js'
 import { failedOutcome } from '../sandbox/outcome.js'
 import type { WheelProvisioner } from './wheel-provisioner.js'
+import type { FederationPort } from '../replication/federation-port.js'
+import { argumentsDigestOrUndefined, ReceiptIssuer } from './receipt-issuer.js'
+import { RESULT_CACHE_DEFAULTS, ResultCache, resultCacheKey, type CachedResult, type ResultCacheInit, type ResultKeyFields } from './result-cache.js'
 import type { ExecutionRecord, ExecutionStatus, FunctionStats, FunctionVersion, Principal } from '../types.js'
 
 /** Per-execution limits (the sandbox's own type). */
@@ -19,6 +23,8 @@ export interface ExecutionServiceInit {
   defaults: LimitValues
   /** a function's own limits are capped by these */
   max: LimitValues
+  /** the result cache of deterministic functions (default RESULT_CACHE_DEFAULTS) */
+  resultCache?: ResultCacheInit
 }
 
 /** What the execution service needs of a sandbox (see `engine/sandbox`). */
@@ -32,6 +38,17 @@ export interface ExecutionServiceComponents {
   events: EventBus
   /** fetches a Python function's pinned wheels this node lacks from federation peers */
   wheels?: Pick<WheelProvisioner, 'provide'>
+  /** signs each finished execution's receipt (absent: a fresh issuer without a signer, no receipts) */
+  receipts?: ReceiptIssuer
+  /** the federation, when this node is a member: results of deterministic functions among members */
+  federation?: () => Pick<FederationPort, 'findResult' | 'offerResult' | 'compareResult' | 'acceptsResult'> | undefined
+}
+
+/** How a call runs: its arguments' digest (receipts, the result cache) and whether it is deterministic. */
+interface RunOptions {
+  argsDigest: string | undefined
+  /** a deterministic function: a fresh context with seeded randomness and a fixed clock */
+  deterministic: boolean
 }
 
 const EXECUTION_ID = /^ex_[0-9A-HJKMNP-TV-Z]{26}$/
@@ -43,10 +60,18 @@ export class ExecutionService {
   /** usage statistics by `tenant/hash/version`, loaded from the store on first use */
   private readonly stats = new Map<string, FunctionStats>()
   private readonly background = new Set<Promise<void>>()
+  readonly receipts: ReceiptIssuer
+  /** results of deterministic functions (docs/receipts.md "Deterministic functions") */
+  readonly results: ResultCache
+  /** deterministic calls being computed here, by result key: a second identical call waits for the first */
+  private readonly inflight = new Map<string, Promise<CachedResult | undefined>>()
+  private lookups = { hits: 0, total: 0 }
 
   constructor(init: ExecutionServiceInit, components: ExecutionServiceComponents) {
     this.init = init
     this.c = components
+    this.receipts = components.receipts ?? new ReceiptIssuer()
+    this.results = new ResultCache(init.resultCache ?? RESULT_CACHE_DEFAULTS)
   }
 
   /**
@@ -58,7 +83,9 @@ export class ExecutionService {
     requirePermission(principal, 'rufid.execute')
     const normalizedArgs = normalizeArguments(args)
     const { fn } = await this.c.registry.resolve(principal, target, 'rufid.execute')
-    const record = await this.run(principal, fn, normalizedArgs)
+    const record = isDeterministic(fn)
+      ? await this.executeDeterministic(principal, fn, normalizedArgs)
+      : await this.run(principal, fn, normalizedArgs, undefined, { argsDigest: argumentsDigestOrUndefined(normalizedArgs), deterministic: false })
     if (record.status !== 'success') {
       const e = record.error!
       throw new SvcError(e.name as ConstructorParameters<typeof SvcError>[0], e.message, {
@@ -85,7 +112,7 @@ export class ExecutionService {
     await this.c.store.putExecution(queued)
     const task = (async () => {
       await this.c.store.putExecution({ ...queued, status: 'running', started_at: new Date().toISOString() })
-      await this.run(principal, fn, normalizedArgs, queued.execution_id)
+      await this.run(principal, fn, normalizedArgs, queued.execution_id, { argsDigest: argumentsDigestOrUndefined(normalizedArgs), deterministic: isDeterministic(fn) })
     })().catch(async (err: unknown) => {
       const e = err instanceof SvcError ? err : new SvcError('INTERNAL_ERROR', 'execution could not run')
       await this.c.store.putExecution({
@@ -129,24 +156,130 @@ export class ExecutionService {
     }
   }
 
-  private async run(principal: Principal, fn: FunctionVersion, args: Record<string, unknown> | unknown[], id?: string): Promise<ExecutionRecord> {
+  /**
+   * A deterministic function's call: answered from this node's result cache, else from a member's
+   * verified receipt (federation), else run here (in a deterministic sandbox context) and its result
+   * and receipt kept and offered to the federation. Identical calls in flight here run once.
+   */
+  private async executeDeterministic(principal: Principal, fn: FunctionVersion, args: Record<string, unknown> | unknown[]): Promise<ExecutionRecord> {
+    const argsDigest = argumentsDigestOrUndefined(args)
+    // arguments without a canonical form cannot be keyed: run, uncached
+    if (argsDigest === undefined) return this.run(principal, fn, args, undefined, { argsDigest, deterministic: true })
+    const started = performance.now()
+    const started_at = new Date().toISOString()
+    const fields: ResultKeyFields = {
+      tenant: fn.tenant_id, content_digest: fn.content_digest, lockfile_digest: this.receipts.lockfileDigestOf(fn), arguments_digest: argsDigest,
+    }
+    const key = resultCacheKey(fields)
+    const held = this.trustedEntry(this.results.get(key)) ?? await this.inflight.get(key)?.catch(() => undefined)
+    if (held !== undefined) return this.answerFromCache(principal, fn, held, 'hit', started, started_at)
+
+    let settle!: (entry: CachedResult | undefined) => void
+    this.inflight.set(key, new Promise((r) => { settle = r }))
+    try {
+      const federation = this.c.federation?.()
+      const remote = federation?.findResult ? await federation.findResult({ ...fields, key, rufid: fullRufidOf(fn), args }).catch(() => undefined) : undefined
+      if (remote !== undefined && !remote.reexecute) {
+        const entry: CachedResult = { ...fields, result: remote.result, resultBytes: remote.resultBytes, receipts: remote.receipts, source: 'remote' }
+        this.results.put(key, entry)
+        settle(entry)
+        return await this.answerFromCache(principal, fn, entry, 'remote_hit', started, started_at)
+      }
+      this.countLookup('miss')
+      const record = await this.run(principal, fn, args, undefined, { argsDigest, deterministic: true })
+      if (record.status === 'success') {
+        const resultBytes = JSON.stringify(record.result ?? null).length
+        const entry: CachedResult = { ...fields, result: record.result ?? null, resultBytes, receipts: record.receipt ? [record.receipt] : [], source: 'local' }
+        if (this.results.admits(resultBytes)) {
+          this.results.put(key, entry)
+          settle(entry)
+          if (record.receipt) federation?.offerResult?.(key, entry)
+        }
+        if (remote !== undefined && record.receipt) federation?.compareResult?.(remote, record.receipt)
+      }
+      return record
+    } finally {
+      this.inflight.delete(key)
+      settle(undefined)
+    }
+  }
+
+  /** A stored entry this node answers from: its own or accepted results; an offered one only under its trust policy. */
+  private trustedEntry(entry: CachedResult | undefined): CachedResult | undefined {
+    if (entry === undefined || entry.source !== 'offered') return entry
+    return this.c.federation?.()?.acceptsResult?.(entry) === true ? entry : undefined
+  }
+
+  private countLookup(result: 'hit' | 'remote_hit' | 'miss'): void {
+    this.c.metrics.resultCacheLookups.inc({ result })
+    this.lookups.total++
+    if (result !== 'miss') this.lookups.hits++
+    this.c.metrics.resultCacheHitsRatio.set(this.lookups.hits / this.lookups.total)
+  }
+
+  /**
+   * An answer from a stored result: a new execution record (`cached: true`) with the stored result
+   * and the receipt of the execution that computed it, unchanged; nothing runs.
+   */
+  private async answerFromCache(principal: Principal, fn: FunctionVersion, entry: CachedResult, how: 'hit' | 'remote_hit', started: number, started_at: string): Promise<ExecutionRecord> {
+    this.countLookup(how)
+    const receipt = entry.receipts[0] ?? null
+    const record: ExecutionRecord = {
+      ...this.recordBase(principal, fn, timeOrderedId('ex_')),
+      status: 'success',
+      started_at,
+      finished_at: new Date().toISOString(),
+      execution_time_ms: round3(performance.now() - started),
+      cpu_time_ms: 0,
+      memory_bytes: 0,
+      result: entry.result,
+      receipt,
+      cached: true,
+      cache_source: how === 'hit' && entry.source === 'local' ? 'local' : 'remote',
+    }
+    await this.c.store.putExecution(record, this.recordUsage(record, this.stats.get(statsKey(fn)) ?? await this.loadStats(fn)))
+    this.publish(fn, record)
+    return record
+  }
+
+  private publish(fn: FunctionVersion, record: ExecutionRecord): void {
+    this.c.events.publishExecution({
+      execution_id: record.execution_id,
+      rufid: record.rufid,
+      rufid_short: fn.rufid_short,
+      version: `v${fn.version}`,
+      tenant_id: fn.tenant_id,
+      function_name: fn.function_name,
+      status: record.status,
+      execution_time_ms: record.execution_time_ms ?? 0,
+      error_code: record.error?.code ?? null,
+      timestamp: record.finished_at!,
+      receipt_digest: record.receipt ? receiptDigest(record.receipt) : null,
+      cached: record.cached === true,
+    })
+  }
+
+  private async run(principal: Principal, fn: FunctionVersion, args: Record<string, unknown> | unknown[], id: string | undefined, options: RunOptions): Promise<ExecutionRecord> {
     const execution_id = id ?? timeOrderedId('ex_')
     const started_at = new Date().toISOString()
     const language = fn.language.toLowerCase()
     const pins = pipPinsOf(fn)
+    const limits = this.limitsFor(fn)
     const refused = pins.length > 0 ? await this.provideWheels(pins) : undefined
     const outcome = refused ?? await this.c.sandbox.execute({
       key: `${fn.tenant_id}/${fn.rufid_short}/v${fn.version}`,
       tenant: fn.tenant_id,
       language: fn.language,
       source: fn.source_code,
-      context: contextModeOf(fn),
+      // a deterministic function never sees state an earlier call left
+      context: options.deterministic ? 'fresh' : contextModeOf(fn),
       functionName: fn.function_name,
       signature: fn.signature,
       args,
-      limits: this.limitsFor(fn),
+      limits,
       // the lockfile's exact pip pins (Python installs exactly these from the node's wheelhouse)
       dependencies: { pip: pins },
+      ...(options.deterministic ? { deterministic: { seed: options.argsDigest ?? fn.content_digest } } : {}),
     })
     const status: ExecutionStatus = outcome.status
     const record: ExecutionRecord = {
@@ -165,23 +298,13 @@ export class ExecutionService {
       const err = outcome.error ?? new SvcError('EXECUTION_FAILED', 'execution failed')
       record.error = { code: err.code, name: err.name, message: err.message, details: err.details }
     }
+    record.receipt = await this.receipts.issue(record, fn, options.argsDigest, limits).catch(() => null)
     // group-committed: readable at once, written within the store's flush period (see CatalogStore)
     await this.c.store.putExecution(record, this.recordUsage(record, this.stats.get(statsKey(fn)) ?? await this.loadStats(fn)))
     this.c.metrics.functionExecutions.inc({ language, status })
     this.c.metrics.functionExecutionDuration.observe({ language }, outcome.wallTimeMs / 1000)
     if (record.error) this.c.metrics.functionErrors.inc({ code: String(record.error.code) })
-    this.c.events.publishExecution({
-      execution_id,
-      rufid: record.rufid,
-      rufid_short: fn.rufid_short,
-      version: `v${fn.version}`,
-      tenant_id: fn.tenant_id,
-      function_name: fn.function_name,
-      status,
-      execution_time_ms: record.execution_time_ms ?? 0,
-      error_code: record.error?.code ?? null,
-      timestamp: record.finished_at!,
-    })
+    this.publish(fn, record)
     return record
   }
 
@@ -196,6 +319,17 @@ export class ExecutionService {
       throw new SvcError('RUFID_NOT_FOUND', `execution ${executionId} does not exist`, { details: { execution_id: executionId } })
     }
     return record
+  }
+
+  /** The receipt of a stored execution of the principal's tenant; 1002 when the execution has none (yet). */
+  async receiptOf(principal: Principal, executionId: unknown): Promise<Receipt> {
+    const record = await this.get(principal, executionId)
+    if (!record.receipt) {
+      throw new SvcError('RUFID_NOT_FOUND', `execution ${record.execution_id} has no receipt${record.status === 'queued' || record.status === 'running' ? ' yet (it has not finished)' : ''}`, {
+        details: { execution_id: record.execution_id, status: record.status },
+      })
+    }
+    return record.receipt
   }
 
   private async loadStats(fn: FunctionVersion): Promise<FunctionStats> {
@@ -246,6 +380,11 @@ function normalizeArguments(args: unknown): Record<string, unknown> | unknown[] 
   throw validationFailed('arguments must be an object of named arguments or an array', [
     { pointer: '/arguments', message: 'must be an object or an array' },
   ])
+}
+
+/** The manifest's `deterministic: true` (svc-node extension): same content, lockfile and arguments, same result. */
+export function isDeterministic(fn: FunctionVersion): boolean {
+  return (fn.manifest as { deterministic?: unknown } | null)?.deterministic === true
 }
 
 /** The manifest's `execution.context` (svc-node extension): `warm` unless the function asks for `fresh`. */

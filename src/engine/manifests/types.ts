@@ -33,6 +33,12 @@ export interface FunctionManifest {
      */
     context?: 'warm' | 'fresh'
   }
+  /**
+   * svc-node extension: the result depends only on the content, the pinned dependencies and the
+   * arguments. Results are cached per tenant and shared among federation members with receipts;
+   * calls run in a fresh context with seeded randomness and a fixed clock.
+   */
+  deterministic?: boolean
 }
 
 /** One dependency pinned to an exact version, with the index it was resolved against. */

@@ -1,3 +1,5 @@
+import type { Receipt } from '../../core/receipt.js'
+import type { CachedResult, ResultKeyFields } from '../executions/result-cache.js'
 import type { Principal } from '../types.js'
 import type { SyncBatch } from './catalog-replica.js'
 
@@ -36,6 +38,26 @@ export interface FederatedDiscovery {
   nodes: Array<{ node_id: string; endpoint: string; source: 'self' | 'dht' | 'catalog' }>
 }
 
+/** A local miss of a deterministic call, asked of the members (`FederationPort.findResult`). */
+export interface RemoteResultQuery extends ResultKeyFields {
+  /** resultCacheKey of the fields */
+  key: string
+  /** the full RUFID being called (its tenant is `tenant`) */
+  rufid: string
+  /** the call's arguments (checked against each receipt's arguments_digest) */
+  args: unknown
+}
+
+/** A result members vouched for, verified under the node's trust policy. */
+export interface RemoteResult {
+  result: unknown
+  resultBytes: number
+  /** verified receipts of distinct signers, all for this result; the first is answered with */
+  receipts: Receipt[]
+  /** true: the trust policy asks this call to be run here as well and compared (`compareResult`) */
+  reexecute: boolean
+}
+
 /**
  * The engine's network port: what the engine and its adapters may ask of the federation. A node
  * without federation has none (`engine.federation.port` is undefined) and runs alone.
@@ -57,6 +79,18 @@ export interface FederationPort {
    * resolves with hash to it. Throws when no provider serves one.
    */
   fetchWheel?(pin: { name: string; version: string; sha256: string }): Promise<{ filename: string; bytes: Uint8Array }>
+  /**
+   * A deterministic call's result vouched for by members under the trust policy (receipts verified:
+   * signature, certificate of a member not revoked, result and argument digests, key fields), or
+   * undefined: run it here. Refused answers are audited and the next candidate asked.
+   */
+  findResult?(query: RemoteResultQuery): Promise<RemoteResult | undefined>
+  /** hands a result computed here to the members that keep results of its key (fire and forget) */
+  offerResult?(key: string, entry: CachedResult): void
+  /** whether an entry members offered satisfies this node's trust policy (else it is not answered from) */
+  acceptsResult?(entry: CachedResult): boolean
+  /** a remote result was re-executed here (`reexecute`): records a conflict when the results differ */
+  compareResult?(remote: RemoteResult, local: Receipt): void
 }
 
 /** A peer the federation refused membership (it logged and counted it; the engine audits it). */

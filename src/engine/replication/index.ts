@@ -6,4 +6,4 @@ export {
 export { CHANGE_REJECTIONS, signedBytes, withoutCode, type ChangeAuthenticator, type ChangeRejection, type ChangeVerdict } from './change-authenticator.js'
 export { HybridLogicalClock } from './hlc.js'
 export type { RegistryReplicationHooks } from './registry-hooks.js'
-export type { FederationPort, FederatedDiscovery, FederationNodeInfo, FederationMemberStatus, FederationLink, RefusedPeer, MemberChange } from './federation-port.js'
+export type { FederationPort, FederatedDiscovery, FederationNodeInfo, FederationMemberStatus, FederationLink, RefusedPeer, MemberChange, RemoteResult, RemoteResultQuery } from './federation-port.js'

@@ -33,6 +33,8 @@ export interface ExecuteJob {
   sourceDigest: string
   /** JavaScript: warm (default) or fresh context per call. Python: warm keeps the module's globals between calls. */
   context: ContextMode
+  /** a deterministic call (always `fresh`): seeded randomness and a fixed clock (SandboxRequest.deterministic) */
+  deterministicSeed?: string
   functionName: string
   /**
    * JSON of the positional argument array. Python (family `python`): JSON of the arguments as

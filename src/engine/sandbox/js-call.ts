@@ -3,7 +3,7 @@ import { SvcError, isSvcError } from '../../core/errors.js'
 import { Deadline, DeadlineExceeded } from './deadline.js'
 import { toWireError, type ExecuteJob, type WireOutcome } from './ipc.js'
 import type { CompiledSource } from './js-compile.js'
-import { PRELUDE } from './js-prelude.js'
+import { DETERMINISTIC_EPOCH_MS, DETERMINISTIC_PRELUDE, PRELUDE } from './js-prelude.js'
 import type { LogLine } from './types.js'
 
 /** How long reading the captured logs may take after a call that ended without an envelope. */
@@ -82,7 +82,7 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
   let verdict: Verdict
   try {
     if (instance === undefined) {
-      instance = createInstance(isolate, job.maxLogBytes, deadline)
+      instance = createInstance(isolate, job.maxLogBytes, deadline, job.deterministicSeed)
       phase = 'load'
       const fn = site.compiled.mode === 'script'
         ? loadFromScript(site.compiled.script, instance.context, job.functionName, deadline)
@@ -146,11 +146,13 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
 }
 
 /** A new context with the prelude installed (no user code has run in it yet). */
-function createInstance(isolate: ivm.Isolate, maxLogBytes: number, deadline: Deadline): JsInstance {
+function createInstance(isolate: ivm.Isolate, maxLogBytes: number, deadline: Deadline, deterministicSeed?: string): JsInstance {
   const context = isolate.createContextSync()
   const handles: Array<{ release(): void }> = []
   try {
     const api = context.evalClosureSync(PRELUDE, [maxLogBytes], { timeout: deadline.remainingMs(), result: { reference: true } })
+    // a deterministic function: seeded Math.random, a fixed clock (after the prelude, which keeps the real clock for log lines)
+    if (deterministicSeed !== undefined) context.evalClosureSync(DETERMINISTIC_PRELUDE, [deterministicSeed, DETERMINISTIC_EPOCH_MS], { timeout: deadline.remainingMs() })
     handles.push(api)
     const get = (name: string): ivm.Reference => {
       const ref = api.getSync(name, { reference: true }) as ivm.Reference

@@ -213,3 +213,55 @@ function drain() {
 
 return freeze({ bind, call, poll, wait, drain });
 `
+
+/** The time a deterministic function's clock shows: 2000-01-01T00:00:00.000Z. */
+export const DETERMINISTIC_EPOCH_MS = Date.UTC(2000, 0, 1)
+
+/**
+ * Evaluated after PRELUDE in the context of a function that declared itself deterministic (a fresh
+ * context per call), with `$0` = a hex seed (the call's arguments digest) and `$1` = the fixed
+ * epoch. It makes the context's sources of nondeterminism deterministic:
+ *
+ * - `Math.random` is sfc32 seeded from the first 128 bits of the seed (the same sequence for the
+ *   same arguments on every node);
+ * - `Date.now()`, `new Date()` and `Date()` read the fixed epoch (dates built from arguments are
+ *   real dates; local-time methods still depend on the node's time zone);
+ * - `WeakRef` and `FinalizationRegistry` (which expose garbage collection timing) are removed.
+ *
+ * An isolate context has no `performance`, `crypto`, timers or I/O to begin with.
+ */
+export const DETERMINISTIC_PRELUDE = String.raw`
+'use strict';
+const seed = $0;
+const epoch = $1;
+let a = parseInt(seed.slice(0, 8), 16) | 0;
+let b = parseInt(seed.slice(8, 16), 16) | 0;
+let c = parseInt(seed.slice(16, 24), 16) | 0;
+let d = parseInt(seed.slice(24, 32), 16) | 0;
+function next() {
+  const t0 = (a + b) | 0;
+  a = b ^ (b >>> 9);
+  b = (c + (c << 3)) | 0;
+  c = (c << 21) | (c >>> 11);
+  d = (d + 1) | 0;
+  const t = (t0 + d) | 0;
+  c = (c + t) | 0;
+  return (t >>> 0) / 4294967296;
+}
+for (let i = 0; i < 15; i++) next();
+Object.defineProperty(Math, 'random', { value: function random() { return next(); }, writable: false, configurable: false, enumerable: false });
+const RealDate = globalThis.Date;
+const construct = Reflect.construct;
+const FixedDate = function Date(...args) {
+  if (new.target === undefined) return new RealDate(epoch).toString();
+  return construct(RealDate, args.length === 0 ? [epoch] : args, new.target);
+};
+Object.defineProperty(FixedDate, 'prototype', { value: RealDate.prototype, writable: false, configurable: false, enumerable: false });
+Object.defineProperty(FixedDate, 'now', { value: function now() { return epoch; }, writable: false, configurable: false, enumerable: false });
+Object.defineProperty(FixedDate, 'parse', { value: RealDate.parse, writable: false, configurable: false, enumerable: false });
+Object.defineProperty(FixedDate, 'UTC', { value: RealDate.UTC, writable: false, configurable: false, enumerable: false });
+Object.defineProperty(RealDate.prototype, 'constructor', { value: FixedDate, writable: false, configurable: false, enumerable: false });
+Object.defineProperty(globalThis, 'Date', { value: FixedDate, writable: false, configurable: false, enumerable: false });
+delete globalThis.WeakRef;
+delete globalThis.FinalizationRegistry;
+`

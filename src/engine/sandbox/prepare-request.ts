@@ -24,6 +24,9 @@ export function prepareRequest(req: SandboxRequest, maxLogBytes: number, digestO
   requireString(req.functionName, 'functionName', true)
   requireString(req.signature, 'signature', false)
   if (req.context !== undefined && req.context !== 'warm' && req.context !== 'fresh') throw validationFailed("context must be 'warm' or 'fresh'")
+  if (req.deterministic !== undefined && (typeof req.deterministic?.seed !== 'string' || !/^[0-9a-f]{16,128}$/.test(req.deterministic.seed))) {
+    throw validationFailed('deterministic.seed must be a hexadecimal digest')
+  }
   const family = sandboxFamilyOf(req.language)
   if (family === undefined) {
     throw new SvcError('VALIDATION_FAILED', `language '${req.language}' cannot be executed by this node`, {
@@ -47,7 +50,9 @@ export function prepareRequest(req: SandboxRequest, maxLogBytes: number, digestO
     family,
     source: req.source,
     sourceDigest: digestOf(req),
-    context: req.context ?? 'warm',
+    // a deterministic call never shares a context with another call
+    context: req.deterministic !== undefined ? 'fresh' as const : req.context ?? 'warm',
+    ...(req.deterministic !== undefined ? { deterministicSeed: req.deterministic.seed } : {}),
     functionName: req.functionName,
     limits: { timeoutMs: limits.timeoutMs, memoryMb: limits.memoryMb, cpuMs: limits.cpuMs },
     maxLogBytes,

@@ -130,6 +130,8 @@ export interface CallSpec {
    * previous call of this interpreter was the same warm function).
    */
   restore: boolean
+  /** a deterministic call: the `random` module is seeded from this hex digest for the call */
+  seed?: string
 }
 
 /** Interrupter thread (CommonJS, evaluated by worker_threads): sets the interrupt buffer at the deadline. */
@@ -523,7 +525,7 @@ export class PythonInterpreter {
     if (fault === undefined) {
       timer.arm(spec.timeoutMs)
       try {
-        answer = this.fns.invoke(spec.code, spec.functionName, spec.argsJson, spec.site, spec.stash, spec.timeoutMs, spec.maxLogBytes, spec.instance, spec.restore)
+        answer = this.fns.invoke(spec.code, spec.functionName, spec.argsJson, spec.site, spec.stash, spec.timeoutMs, spec.maxLogBytes, spec.instance, spec.restore, spec.seed ?? null)
       } catch (err) {
         fault = err instanceof Error ? err.message : String(err)
       } finally {

@@ -52,6 +52,8 @@
 # tenant's interpreter and nothing of the host.
 import builtins, sys, os, io, json, time, signal, _signal, inspect, importlib, traceback, operator, gc, types, posix, zipfile, shutil
 import json.encoder, json.decoder, json.scanner
+# in the baseline modules, so that a function's "import random" is this module (deterministic calls seed it)
+import random as _random_module
 
 _FILENAME = 'function.py'
 _PRELUDE_FILE = '<svc-prelude>'
@@ -742,13 +744,17 @@ def _verdict(capture, streams, **fields):
     return _envelope_dumps(fields)
 
 
-def invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes, instance=None, restore=True):
+def invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes, instance=None, restore=True, seed=None):
     # instance: the dict the worker keeps for a warm function (its module globals and function,
     # kept between its consecutive calls; emptied when a call loads nothing or ends at a limit, and
     # when the interpreter is restored), or None for a fresh call; restore: False when the previous
     # call of this interpreter was this warm function
     _user[0] = False
     _enter(site, stash, restore)
+    if seed is not None:
+        # a deterministic function: the random module's shared generator starts from the arguments'
+        # digest (reseeded from the system after the call, so other functions never see the seed)
+        _random_module.seed(int(seed[:32], 16))
     if restore and instance is not None:
         # the interpreter was restored to the baseline (another function ran since): the module is
         # loaded again, as what it imported at load time may have been restored away
@@ -834,6 +840,8 @@ def invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes, instan
             instance.clear()
             g.clear()
         fn = None
+        if seed is not None:
+            _random_module.seed()
         _leave(site, stash, keep_deps)
     return _verdict(capture, (out, err), **verdict)
 

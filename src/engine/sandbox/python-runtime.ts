@@ -146,6 +146,7 @@ export class PythonRuntime implements LanguageRuntime {
       maxLogBytes: job.maxLogBytes,
       instance: warm ? entry.instance : undefined,
       restore: !warm || scope.lastWarmKey !== job.key,
+      ...(job.deterministicSeed !== undefined ? { seed: job.deterministicSeed } : {}),
     })
     // the next call of this key may skip the restore only after a call that ended normally
     const kind = run.envelope?.kind

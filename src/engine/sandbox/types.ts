@@ -45,6 +45,14 @@ export interface SandboxRequest {
    * key); `fresh`: every call gets a new context (JavaScript) or new module globals (Python).
    */
   context?: 'warm' | 'fresh'
+  /**
+   * A function that declared itself deterministic: JavaScript runs in a fresh context whose
+   * `Math.random` is a PRNG seeded from `seed` (a hex digest), whose clock (`Date.now`, `new Date()`)
+   * stands at DETERMINISTIC_EPOCH_MS, and which has no `WeakRef`/`FinalizationRegistry` (garbage
+   * collection timing). Python gets `random` seeded and `time.time` fixed the same way (see
+   * python-prelude). Absent: the function sees the real clock and randomness.
+   */
+  deterministic?: { seed: string }
   /** Name of the function the source defines (or exports; a module's default export is the fallback). */
   functionName: string
   /**

@@ -285,6 +285,7 @@ describe('GraphQL over HTTP', () => {
       'resolveRUFID(rufid: String!): RUFIDResolution',
       'listFunctions(search: String, tags: [String], limit: Int = 20, offset: Int = 0): FunctionList',
       'getFunctionMetrics(rufid: String!): FunctionMetrics',
+      'executionReceipt(executionId: String!): JSON',
     ])
     expect(schema.mutationType!.fields.map(sig)).toEqual([
       'createFunction(input: CreateFunctionInput!): Function',

@@ -77,6 +77,9 @@ describe('gRPC door: StreamExecutions', () => {
       status: 'success',
       execution_time_ms: record.execution_time_ms,
       timestamp: record.finished_at,
+      // this engine signs no receipts
+      receipt_digest: '',
+      cached: false,
     })
     expect(event!.error_code).toBeUndefined()
     await tick(100)
@@ -142,6 +145,7 @@ describe('gRPC door: StreamExecutions', () => {
     const event = (i: number): ExecutionEvent => ({
       execution_id: `ex_${String(i).padStart(26, '0')}`, rufid: 'rufid:AAAAAAAAAAAA:v1:acme', rufid_short: 'AAAAAAAAAAAA', version: 'v1',
       tenant_id: 'acme', function_name: 'f'.repeat(2000), status: 'success', execution_time_ms: 1, error_code: null, timestamp: new Date().toISOString(),
+      receipt_digest: null, cached: false,
     })
     // enough to fill HTTP/2 flow-control windows and socket buffers, then the bounded queue
     let published = 0

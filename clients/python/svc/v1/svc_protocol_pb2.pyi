@@ -113,20 +113,24 @@ class ExecuteFunctionRequest(_message.Message):
     def __init__(self, rufid: _Optional[str] = ..., version: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
 
 class ExecuteFunctionResponse(_message.Message):
-    __slots__ = ("result_json", "execution_time_ms", "status", "execution_id", "rufid_short", "full_rufid")
+    __slots__ = ("result_json", "execution_time_ms", "status", "execution_id", "rufid_short", "full_rufid", "cached", "receipt_json")
     RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     RUFID_SHORT_FIELD_NUMBER: _ClassVar[int]
     FULL_RUFID_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_JSON_FIELD_NUMBER: _ClassVar[int]
     result_json: str
     execution_time_ms: float
     status: str
     execution_id: str
     rufid_short: str
     full_rufid: str
-    def __init__(self, result_json: _Optional[str] = ..., execution_time_ms: _Optional[float] = ..., status: _Optional[str] = ..., execution_id: _Optional[str] = ..., rufid_short: _Optional[str] = ..., full_rufid: _Optional[str] = ...) -> None: ...
+    cached: bool
+    receipt_json: str
+    def __init__(self, result_json: _Optional[str] = ..., execution_time_ms: _Optional[float] = ..., status: _Optional[str] = ..., execution_id: _Optional[str] = ..., rufid_short: _Optional[str] = ..., full_rufid: _Optional[str] = ..., cached: _Optional[bool] = ..., receipt_json: _Optional[str] = ...) -> None: ...
 
 class StreamRequest(_message.Message):
     __slots__ = ("rufid",)
@@ -135,7 +139,7 @@ class StreamRequest(_message.Message):
     def __init__(self, rufid: _Optional[str] = ...) -> None: ...
 
 class ExecutionEvent(_message.Message):
-    __slots__ = ("execution_id", "rufid", "rufid_short", "version", "tenant_id", "function_name", "status", "execution_time_ms", "error_code", "timestamp", "full_rufid")
+    __slots__ = ("execution_id", "rufid", "rufid_short", "version", "tenant_id", "function_name", "status", "execution_time_ms", "error_code", "timestamp", "full_rufid", "receipt_digest", "cached")
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     RUFID_FIELD_NUMBER: _ClassVar[int]
     RUFID_SHORT_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +151,8 @@ class ExecutionEvent(_message.Message):
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     FULL_RUFID_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_DIGEST_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FIELD_NUMBER: _ClassVar[int]
     execution_id: str
     rufid: str
     rufid_short: str
@@ -158,4 +164,6 @@ class ExecutionEvent(_message.Message):
     error_code: int
     timestamp: str
     full_rufid: str
-    def __init__(self, execution_id: _Optional[str] = ..., rufid: _Optional[str] = ..., rufid_short: _Optional[str] = ..., version: _Optional[str] = ..., tenant_id: _Optional[str] = ..., function_name: _Optional[str] = ..., status: _Optional[str] = ..., execution_time_ms: _Optional[float] = ..., error_code: _Optional[int] = ..., timestamp: _Optional[str] = ..., full_rufid: _Optional[str] = ...) -> None: ...
+    receipt_digest: str
+    cached: bool
+    def __init__(self, execution_id: _Optional[str] = ..., rufid: _Optional[str] = ..., rufid_short: _Optional[str] = ..., version: _Optional[str] = ..., tenant_id: _Optional[str] = ..., function_name: _Optional[str] = ..., status: _Optional[str] = ..., execution_time_ms: _Optional[float] = ..., error_code: _Optional[int] = ..., timestamp: _Optional[str] = ..., full_rufid: _Optional[str] = ..., receipt_digest: _Optional[str] = ..., cached: _Optional[bool] = ...) -> None: ...

@@ -98,6 +98,33 @@ export const functionListSchema = z.object({ items: z.array(metadataSchema), pag
 
 export const deletionSchema = z.object({ deleted: z.array(fullRufid).describe('the full RUFIDs of the versions deleted') })
 
+const hexDigest = z.string().regex(/^[0-9a-f]{64}$/)
+
+/** An execution receipt, format version 1 (docs/receipts.md §2): exactly these fifteen members. */
+export const receiptSchema = z.object({
+  receipt_version: z.literal(1),
+  execution_id: z.string().describe('the signing node\'s execution id (a cached answer carries the computing execution\'s)'),
+  rufid: fullRufid,
+  content_digest: hexDigest,
+  lockfile_digest: hexDigest,
+  arguments_digest: hexDigest.describe('SHA-256 of the RFC 8785 JSON of the arguments as given ({} when absent)'),
+  status: z.enum(['success', 'error', 'timeout']),
+  result_digest: hexDigest.nullable(),
+  error_code: z.int().nullable(),
+  limits: z.object({ timeout_ms: z.int(), cpu_ms: z.int(), memory_mb: z.int() }),
+  started_at: time,
+  finished_at: time,
+  peer_id: z.string().describe('the signing node\'s libp2p PeerId (Ed25519)'),
+  certificate: z.string().describe('the signer\'s node certificate (PEM), not signed'),
+  signature: z.string().describe('Ed25519 signature, unpadded base64url'),
+}).strict()
+
+/** What every answer of an execution adds: whether the result came from the result cache, and the receipt. */
+const receiptMembers = {
+  cached: z.boolean().describe('true when a deterministic function\'s result came from the result cache (nothing ran)'),
+  receipt: receiptSchema.nullable().describe('the signed receipt (null when the node signs none, or the call has no canonical JSON form)'),
+}
+
 /** The core execution response (service-spec §2.7) plus the record's id and the function's names. */
 export const executionSchema = z.object({
   result: z.unknown().describe('the return value (any JSON value; null when the function returned nothing)'),
@@ -105,6 +132,7 @@ export const executionSchema = z.object({
   status: z.literal('success').describe('success (failed runs answer an error: 1004 or 1007)'),
   execution_id: z.string(),
   ...functionNames,
+  ...receiptMembers,
 })
 
 const errorOfRecord = z.object({ code: z.int(), name: z.string(), message: z.string(), details: jsonObject.optional() })
@@ -129,6 +157,7 @@ export const executionRecordSchema = z.object({
   result: z.unknown().optional().describe('present unless the run failed'),
   error: errorOfRecord.optional().describe('present when the run failed'),
   logs: z.array(logLineSchema),
+  ...receiptMembers,
 })
 
 export const executionLogsSchema = z.object({

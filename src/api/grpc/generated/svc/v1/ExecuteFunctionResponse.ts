@@ -20,6 +20,15 @@ export interface ExecuteFunctionResponse {
    * the full RUFID of the version that ran
    */
   'full_rufid'?: (string);
+  /**
+   * true when a deterministic function's result came from the result cache (nothing ran)
+   */
+  'cached'?: (boolean);
+  /**
+   * JSON text of the signed execution receipt (docs/receipts.md); empty when the node signs none.
+   * A cached result carries the receipt of the execution that computed it.
+   */
+  'receipt_json'?: (string);
 }
 
 export interface ExecuteFunctionResponse__Output {
@@ -41,4 +50,13 @@ export interface ExecuteFunctionResponse__Output {
    * the full RUFID of the version that ran
    */
   'full_rufid': (string);
+  /**
+   * true when a deterministic function's result came from the result cache (nothing ran)
+   */
+  'cached': (boolean);
+  /**
+   * JSON text of the signed execution receipt (docs/receipts.md); empty when the node signs none.
+   * A cached result carries the receipt of the execution that computed it.
+   */
+  'receipt_json': (string);
 }

@@ -31,6 +31,14 @@ export interface ExecutionEvent {
    * the full RUFID (the same as `rufid` in this message)
    */
   'full_rufid'?: (string);
+  /**
+   * SHA-256 hex of the receipt's signed bytes; empty when the execution has no receipt
+   */
+  'receipt_digest'?: (string);
+  /**
+   * true when the result came from the result cache
+   */
+  'cached'?: (boolean);
   '_error_code'?: "error_code";
 }
 
@@ -64,5 +72,13 @@ export interface ExecutionEvent__Output {
    * the full RUFID (the same as `rufid` in this message)
    */
   'full_rufid': (string);
+  /**
+   * SHA-256 hex of the receipt's signed bytes; empty when the execution has no receipt
+   */
+  'receipt_digest': (string);
+  /**
+   * true when the result came from the result cache
+   */
+  'cached': (boolean);
   '_error_code'?: "error_code";
 }

@@ -1,0 +1,114 @@
+import { jsonDigest, type Receipt } from '../../core/receipt.js'
+import { LruCache } from '../lru.js'
+
+/**
+ * What identifies the result of a deterministic function: the tenant (results never cross
+ * tenants), the function's content and pinned dependencies, and the call's arguments.
+ */
+export interface ResultKeyFields {
+  tenant: string
+  content_digest: string
+  lockfile_digest: string
+  arguments_digest: string
+}
+
+/** sha256 hex of the RFC 8785 canonical JSON of the key fields: one string per (tenant, content, lockfile, arguments). */
+export function resultCacheKey(fields: ResultKeyFields): string {
+  return jsonDigest({
+    tenant: fields.tenant, content_digest: fields.content_digest, lockfile_digest: fields.lockfile_digest, arguments_digest: fields.arguments_digest,
+  })
+}
+
+/**
+ * A stored result of a deterministic function and the receipts that vouch for it: every receipt
+ * records a success with this result's digest, each from a distinct signer; the first is the
+ * receipt of the execution that computed it (the one a hit answers with).
+ */
+export interface CachedResult extends ResultKeyFields {
+  result: unknown
+  /** length of the result's JSON text */
+  resultBytes: number
+  receipts: Receipt[]
+  /**
+   * where the entry came from: this node's execution, a member's answer this node accepted under
+   * its trust policy, or a member's offer (kept to serve members; answered here only once the
+   * trust policy accepts its receipts: `FederationPort.acceptsResult`)
+   */
+  source: 'local' | 'remote' | 'offered'
+}
+
+export interface ResultCacheInit {
+  /** entries kept at most (0 disables the cache) */
+  maxEntries: number
+  /** total size (results' JSON and receipts) kept at most */
+  maxBytes: number
+  /** a result whose JSON is larger is not cached */
+  maxResultBytes: number
+  /** receipts kept per entry (distinct signers; a quorum policy needs k) */
+  maxReceipts?: number
+}
+
+export const RESULT_CACHE_DEFAULTS: ResultCacheInit = { maxEntries: 10_000, maxBytes: 64 * 2 ** 20, maxResultBytes: 2 ** 20, maxReceipts: 8 }
+
+/** ~ what an entry costs in memory: its result's JSON plus its receipts (a certificate is ~1.3 KB). */
+const weightOf = (entry: CachedResult): number => entry.resultBytes + entry.receipts.reduce((n, r) => n + 600 + r.certificate.length, 256)
+
+/**
+ * The results of deterministic functions, bounded by count and bytes (least recently used first
+ * out). Keys include the tenant (`resultCacheKey`).
+ */
+export class ResultCache {
+  private readonly lru: LruCache<CachedResult>
+  readonly init: ResultCacheInit
+
+  constructor(init: ResultCacheInit) {
+    this.init = init
+    this.lru = new LruCache<CachedResult>(Math.max(0, init.maxEntries), () => undefined, { maxWeight: init.maxBytes, weigh: weightOf })
+  }
+
+  get size(): number {
+    return this.lru.size
+  }
+
+  get bytes(): number {
+    return this.lru.weight
+  }
+
+  /** The entry (marked recently used), or undefined. */
+  get(key: string): CachedResult | undefined {
+    return this.lru.touch(key)
+  }
+
+  /** Whether a result of this JSON size would be kept. */
+  admits(resultBytes: number): boolean {
+    return this.init.maxEntries > 0 && resultBytes <= this.init.maxResultBytes
+  }
+
+  /**
+   * Stores `entry`, or adds its receipts to the entry already stored with the same result (distinct
+   * signers only, bounded). Returns false when a stored entry disagrees (another result digest):
+   * the caller records the conflict; the stored entry stays.
+   */
+  put(key: string, entry: CachedResult): boolean {
+    if (!this.admits(entry.resultBytes)) return true
+    const held = this.lru.peek(key)
+    if (held === undefined) {
+      this.lru.put(key, { ...entry, receipts: entry.receipts.slice(0, this.init.maxReceipts ?? 8) })
+      return true
+    }
+    const digest = held.receipts[0]?.result_digest ?? null
+    const incoming = entry.receipts[0]?.result_digest ?? null
+    if (digest !== null && incoming !== null && digest !== incoming) return false
+    const signers = new Set(held.receipts.map((r) => r.peer_id))
+    const added = entry.receipts.filter((r) => !signers.has(r.peer_id))
+    if (added.length > 0 || (held.receipts.length === 0 && entry.receipts.length > 0)) {
+      const receipts = [...held.receipts, ...added].slice(0, this.init.maxReceipts ?? 8)
+      this.lru.put(key, { ...held, receipts })
+    }
+    return true
+  }
+
+  delete(key: string): void {
+    this.lru.delete(key)
+  }
+}

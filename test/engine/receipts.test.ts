@@ -1,0 +1,158 @@
+// Receipts on every execution and the result cache of deterministic functions, in-process: a real
+// engine (memory LevelDB), a real sandbox (isolated-vm worker), a signer over a libp2p key with a
+// certificate from a test federation CA.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { argumentsDigest, isReceiptError, receiptDigest, resultDigest, verifyReceipt, type Receipt } from '../../src/core/receipt.js'
+import type { Engine, EngineComponents, ExecutionEvent, ExecutionRecord } from '../../src/engine/index.js'
+import { DETERMINISTIC_EPOCH_MS } from '../../src/engine/sandbox/js-prelude.js'
+import { issueNodeCertificate } from '../../src/federation/certificates.js'
+import { receiptSignerOf } from '../../src/federation/receipt-signer.js'
+import { createTestEngine, principal, realSandbox, rejectionOf } from '../fixtures/engine.js'
+import { addJs } from '../fixtures/functions.js'
+import { newIdentity, testCa } from '../federation/fixtures.js'
+
+const dev = principal('acme')
+const manifest = (name: string, extra: Record<string, unknown> = {}) => ({ schemaVersion: '1.0', name, ...extra })
+
+/** Sources of nondeterminism a function can see, in one result. */
+const entropyJs = {
+  function_name: 'entropy',
+  signature: '(n)',
+  language: 'javascript',
+  source_code: [
+    'let calls = 0',
+    'function entropy(n) {',
+    '  calls++',
+    '  return { n, random: [Math.random(), Math.random()], now: Date.now(), date: new Date().toISOString(), fn: Date(),',
+    '    performance: typeof performance, crypto: typeof crypto, weakRef: typeof WeakRef, calls }',
+    '}',
+  ].join('\n'),
+}
+
+describe('receipts and the result cache (engine)', () => {
+  let engine: Engine
+  let sandbox: EngineComponents['sandbox']
+  let sandboxCalls = 0
+  let peerId: string
+  const events: ExecutionEvent[] = []
+
+  beforeAll(async () => {
+    const real = await realSandbox(1)
+    sandbox = { start: () => real.start(), stop: () => real.stop(), execute: (req) => { sandboxCalls++; return real.execute(req) } }
+    engine = (await createTestEngine({ sandbox })).engine
+    const identity = await newIdentity()
+    peerId = identity.peerId
+    engine.useReceiptSigner(receiptSignerOf(identity.privateKey, identity.peerId, issueNodeCertificate(testCa(), identity.peerId).certPem))
+    engine.events.on('execution', (e) => events.push(e))
+  }, 60_000)
+  afterAll(async () => {
+    await engine?.stop()
+  })
+
+  it('signs a receipt for every execution that verifies against the CA, the arguments and the result', async () => {
+    const { rufid } = await engine.functions.create(dev, addJs)
+    const record = await engine.executions.execute(dev, engine.functions.target(dev, rufid), { a: 2, b: 3 })
+    expect(record.result).toBe(5)
+    expect(record.cached).toBeUndefined()
+    const receipt = record.receipt!
+    expect(receipt).toMatchObject({ execution_id: record.execution_id, rufid, status: 'success', peer_id: peerId, error_code: null })
+    const verified = verifyReceipt(receipt, { caCertPem: testCa().certPem, args: { a: 2, b: 3 }, result: 5 })
+    expect(verified.certified).toBe(true)
+    // the stored record and the receipt read give it back; the event carries its digest
+    expect((await engine.executions.get(dev, record.execution_id)).receipt).toEqual(receipt)
+    expect(await engine.executions.receiptOf(dev, record.execution_id)).toEqual(receipt)
+    expect(events.find((e) => e.execution_id === record.execution_id)?.receipt_digest).toBe(receiptDigest(receipt))
+    // a tampered result, tampered arguments or a tampered receipt fail
+    expect(() => verifyReceipt(receipt, { caCertPem: testCa().certPem, result: 6 })).toThrow(/result/)
+    expect(() => verifyReceipt(receipt, { args: { a: 2, b: 4 } })).toThrow(/arguments/)
+    try {
+      verifyReceipt({ ...receipt, result_digest: resultDigest(6) })
+      expect.unreachable()
+    } catch (err) {
+      expect(isReceiptError(err) && err.failure).toBe('bad_signature')
+    }
+    // another tenant cannot read it
+    expect((await rejectionOf(engine.executions.receiptOf(principal('other'), record.execution_id))).code).toBe(1002)
+  })
+
+  it('signs failed executions too (status and error code, no result digest)', async () => {
+    const { rufid } = await engine.functions.create(dev, { ...addJs, function_name: 'fails', source_code: 'function fails() { throw new Error("no") }', signature: '()' })
+    const err = await rejectionOf(engine.executions.execute(dev, engine.functions.target(dev, rufid), {}))
+    const id = err.details.execution_id as string
+    const receipt = await engine.executions.receiptOf(dev, id)
+    expect(receipt).toMatchObject({ status: 'error', result_digest: null, error_code: err.code, arguments_digest: argumentsDigest({}) })
+    verifyReceipt(receipt, { caCertPem: testCa().certPem, args: {} })
+  })
+
+  it('answers a deterministic function from the cache: the stored result, the original receipt, cached: true, nothing runs', async () => {
+    const { rufid } = await engine.functions.create(dev, { ...addJs, function_name: 'addPure', source_code: 'function addPure(a, b) { return a + b }', manifest: manifest('addPure', { deterministic: true }) })
+    const target = engine.functions.target(dev, rufid)
+    const first = await engine.executions.execute(dev, target, { a: 20, b: 22 })
+    expect(first.cached).toBeUndefined()
+    const before = sandboxCalls
+    const second = await engine.executions.execute(dev, target, { a: 20, b: 22 })
+    expect(sandboxCalls).toBe(before)
+    expect(second).toMatchObject({ result: 42, cached: true, cache_source: 'local', status: 'success' })
+    expect(second.execution_id).not.toBe(first.execution_id)
+    expect(second.receipt).toEqual(first.receipt)
+    // the cached answer is an execution record of its own, readable later
+    const stored = await engine.executions.get(dev, second.execution_id)
+    expect(stored).toMatchObject({ cached: true, result: 42 })
+    expect(events.find((e) => e.execution_id === second.execution_id)).toMatchObject({ cached: true, receipt_digest: receiptDigest(first.receipt as Receipt) })
+    // other arguments, and positional arguments (another arguments digest), run
+    await engine.executions.execute(dev, target, { a: 20, b: 23 })
+    await engine.executions.execute(dev, target, [20, 22])
+    expect(sandboxCalls).toBe(before + 2)
+    // another tenant never gets this tenant's result: its own function (same content) runs
+    const other = principal('other')
+    const o = await engine.functions.create(other, { ...addJs, function_name: 'addPure', source_code: 'function addPure(a, b) { return a + b }', manifest: manifest('addPure', { deterministic: true }) })
+    const theirs = await engine.executions.execute(other, engine.functions.target(other, o.rufid), { a: 20, b: 22 })
+    expect(theirs.cached).toBeUndefined()
+    expect(sandboxCalls).toBe(before + 3)
+    const metrics = await engine.metrics.registry.getSingleMetricAsString('svc_result_cache_lookups_total')
+    expect(metrics).toMatch(/result="hit"} [1-9]/)
+    expect(metrics).toMatch(/result="miss"} [1-9]/)
+  })
+
+  it('gives a deterministic function seeded randomness, a fixed clock, no WeakRef, and no state between calls', async () => {
+    const { rufid } = await engine.functions.create(dev, { ...entropyJs, manifest: manifest('entropy', { deterministic: true }) })
+    const target = engine.functions.target(dev, rufid)
+    const a = (await engine.executions.execute(dev, target, { n: 1 })).result as Record<string, unknown>
+    const b = (await engine.executions.execute(dev, target, { n: 2 })).result as Record<string, unknown>
+    expect(a.now).toBe(DETERMINISTIC_EPOCH_MS)
+    expect(a.date).toBe(new Date(DETERMINISTIC_EPOCH_MS).toISOString())
+    expect(String(a.fn)).toContain('2000')
+    expect(a).toMatchObject({ performance: 'undefined', crypto: 'undefined', weakRef: 'undefined', calls: 1 })
+    expect(b.calls).toBe(1) // a fresh context per call
+    expect(a.random).not.toEqual(b.random) // seeded by the arguments
+    // the same arguments give the same numbers on a run that does not come from the cache
+    const again = await createTestEngine({ sandbox })
+    try {
+      const c = await again.engine.functions.create(dev, { ...entropyJs, manifest: manifest('entropy', { deterministic: true }) })
+      const rerun = await again.engine.executions.execute(dev, again.engine.functions.target(dev, c.rufid), { n: 1 })
+      expect(rerun.cached).toBeUndefined()
+      expect(rerun.result).toEqual(a)
+    } finally {
+      await again.engine.marketplace.stop()
+    }
+  })
+
+  it('never serves a function that did not declare itself deterministic from the cache', async () => {
+    const { rufid } = await engine.functions.create(dev, entropyJs)
+    const target = engine.functions.target(dev, rufid)
+    const before = sandboxCalls
+    const runs: ExecutionRecord[] = []
+    for (let i = 0; i < 3; i++) runs.push(await engine.executions.execute(dev, target, { n: 1 }))
+    expect(sandboxCalls).toBe(before + 3)
+    expect(runs.every((r) => r.cached === undefined)).toBe(true)
+    const [x, y] = runs.map((r) => r.result as { random: number[]; calls: number; now: number })
+    expect(x!.random).not.toEqual(y!.random)
+    expect(y!.calls).toBe(x!.calls + 1) // warm context: state persists
+    expect(Math.abs(x!.now - Date.now())).toBeLessThan(600_000)
+  })
+
+  it('refuses a manifest whose deterministic is not a boolean', async () => {
+    const err = await rejectionOf(engine.functions.create(dev, { ...addJs, function_name: 'bad', manifest: manifest('bad', { deterministic: 'yes' }) }))
+    expect(err.code).toBe(1006)
+  })
+})
