@@ -1,4 +1,3 @@
-import { bodyParser } from '@koa/bodyparser'
 import type { Router } from '@koa/router'
 import type Koa from 'koa'
 import type { z } from 'zod'
@@ -8,7 +7,8 @@ import {
   type CallerOperation, type EnvelopeComponents, type PublicOperation, type OperationCall, type OperationEnvelope, type Principal,
 } from '../../engine/index.js'
 import { httpCredentialsOf } from '../credentials.js'
-import { bodyErrorOf, errorBody, httpStatusOf } from './errors.js'
+import { readJsonBody } from '../json-body.js'
+import { errorBody, httpStatusOf } from './errors.js'
 import { bodyOf } from './request.js'
 import { parseQuery } from './routes/request-schemas.js'
 
@@ -88,7 +88,6 @@ export function defineRoute(route: RestRoute<never, unknown>): RestRoute<never, 
   return route
 }
 
-const noop = async (): Promise<void> => undefined
 const EMPTY_QUERY: Readonly<Record<string, unknown>> = Object.freeze({})
 
 export interface RestDoorInit {
@@ -101,13 +100,7 @@ export interface RestDoorInit {
  * the JSON body read before admission (413 too large, 400 malformed), statuses as HTTP statuses.
  */
 export function createRestEnvelope(init: RestDoorInit, components: EnvelopeComponents): OperationEnvelope<RestContext> {
-  const parse = bodyParser({
-    enableTypes: ['json'],
-    jsonLimit: init.bodyLimitBytes,
-    // a body is JSON whatever its Content-Type says (curl -d sends a form type)
-    detectJSON: () => true,
-    jsonStrict: false,
-  }) as unknown as (ctx: RestContext, next: () => Promise<void>) => Promise<void>
+  const limit = init.bodyLimitBytes
   return createOperationEnvelope<RestContext>({
     protocol: 'rest',
     ipOf: (ctx) => ctx.ip,
@@ -117,11 +110,7 @@ export function createRestEnvelope(init: RestDoorInit, components: EnvelopeCompo
       return httpCredentialsOf(ctx.req, ctx.ip, namespaceOf ? { namespace: namespaceOf(ctx), preferGiven: false } : undefined)
     },
     async decode(ctx) {
-      try {
-        await parse(ctx, noop)
-      } catch (err) {
-        throw bodyErrorOf(err)
-      }
+      (ctx.request as { body?: unknown }).body = await readJsonBody(ctx.req, limit)
     },
     statusOf: (error) => String(error === undefined ? 200 : httpStatusOf(error)),
   }, components)
