@@ -55,6 +55,12 @@ export interface RestRoute<Q = Record<string, unknown>, B = unknown> {
   rufidOf?(ctx: RestContext): string | null | undefined
   /** the namespace the request names in its body when the header is absent (native execute) */
   namespaceOf?(ctx: RestContext): string | undefined
+  /**
+   * Served straight from node:http, before Koa (see `direct.ts`): the hot routes (execute,
+   * resolve). Their handler (and `rufidOf`) may read only `params`, the body (`bodyOf`) and
+   * `state`, and set `status`; the route still runs through the same enveloped middleware.
+   */
+  direct?: boolean
   /** runs the engine call; the returned value is the body (typed against `responses`) */
   handle(principal: Principal | undefined, ctx: RestContext & { state: { query: Q } }, call: OperationCall): Promise<B>
 }
@@ -124,11 +130,18 @@ export function sendError(ctx: Koa.Context, err: SvcError): void {
   if (err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(Math.ceil(err.retryAfterSeconds)))
 }
 
+/** The middleware a route was registered with: its one way through the envelope, whichever way the request came. */
+export type RouteMiddleware = (ctx: RestContext) => Promise<void>
+
 /**
  * Registers routes on the router, each as one enveloped middleware named after its operation:
  * decode (body, query) → admit → handle → audit → meter, then the body or the error is encoded.
+ * Returns each route with its middleware (the direct routes run the same one).
  */
-export function registerRoutes(router: Router<RestState>, envelope: OperationEnvelope<RestContext>, routes: readonly RestRoute<never, unknown>[]): void {
+export function registerRoutes(
+  router: Router<RestState>, envelope: OperationEnvelope<RestContext>, routes: readonly RestRoute<never, unknown>[],
+): Array<{ route: RestRoute; middleware: RouteMiddleware }> {
+  const registered: Array<{ route: RestRoute; middleware: RouteMiddleware }> = []
   for (const route of routes) {
     const r = route as unknown as RestRoute
     const query = r.query
@@ -156,5 +169,7 @@ export function registerRoutes(router: Router<RestState>, envelope: OperationEnv
       }
     }, operation)
     router.register(r.path, [r.method.toUpperCase()], middleware as never, { name: r.operation })
+    registered.push({ route: r, middleware })
   }
+  return registered
 }
