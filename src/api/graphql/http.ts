@@ -9,7 +9,7 @@ import { httpCredentialsOf } from '../credentials.js'
 import { readJsonBody } from '../json-body.js'
 import { createGraphqlDoor, type GraphqlDoorComponents } from './door.js'
 import { formatError, formatResult, graphqlErrorOf, httpStatusOf, internalFaultsOf, svcErrorOf } from './errors.js'
-import { checkOperation, isIntrospectionOnly, parseOperation, type GraphqlInit, type ParsedOperation } from './limits.js'
+import { checkOperation, DocumentCache, isIntrospectionOnly, parseOperation, type GraphqlInit, type ParsedOperation } from './limits.js'
 import type { GraphqlContext } from './schema.js'
 
 export type { GraphqlInit } from './limits.js'
@@ -48,6 +48,7 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
   const { schema } = door
   const streams = new Set<() => void>()
   const bodyLimitBytes = init.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES
+  const documents = new DocumentCache()
 
   const middleware = async (ctx: Koa.Context, next: Koa.Next): Promise<void> => {
     if (ctx.path !== GRAPHQL_PATH) return next()
@@ -87,7 +88,7 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
       let parsed: ParsedOperation | undefined
       let malformed: SvcError | undefined
       try {
-        parsed = parseOperation(params, init)
+        parsed = parseOperation(params, init, documents)
       } catch (err) {
         malformed = svcErrorOf(err)
       }
