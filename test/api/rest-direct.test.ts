@@ -114,6 +114,10 @@ describe('REST direct routes', () => {
     // a gzip body is read like a plain one
     expect((await both(executePath(), { body: gzipSync(args), headers: { 'content-encoding': 'gzip' } })).body).toMatchObject({ result: 5 })
     expect((await both(executePath(), { body: args, headers: { 'content-encoding': 'compress' } })).status).toBe(400)
+    // the limit counts decompressed bytes: a small gzip body that inflates past it is 413
+    const bomb = gzipSync(JSON.stringify({ arguments: { a: 'x'.repeat(200_000) } }))
+    expect(bomb.length).toBeLessThan(4096)
+    expect((await both(executePath(), { body: bomb, headers: { 'content-encoding': 'gzip' } })).status).toBe(413)
   })
 
   it('leaves encoded, case-different and trailing-slash paths to Koa, and closes connections while draining', async () => {
