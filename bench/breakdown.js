@@ -112,8 +112,9 @@ recording = false
 current = undefined
 
 // What the REST door's layers cost: the same engine calls (admit, target, request schema,
-// execute, presenter, audit) behind a bare node:http handler instead of Koa (router, body
-// parser, middleware). Not a door of the daemon: a measurement of what part B could win.
+// execute, presenter, audit) behind a bare node:http handler, without the envelope or the door's
+// route table. Not a door of the daemon: the floor the REST door is compared with (since issue 14
+// part B, execute is a direct route, answered before Koa: the two figures should be close).
 const { executeRequestSchema, parseRequest } = await import('../dist/api/rest/routes/request-schemas.js')
 const { executionBody } = await import('../dist/api/rest/presenters.js')
 const raw = http.createServer((req, res) => {
@@ -168,7 +169,7 @@ for (let i = 0; i < 2200; i++) {
 // ---- stages ------------------------------------------------------------------------------
 const span = (r, a, b) => (r[a] !== undefined && r[b] !== undefined ? r[b] - r[a] : undefined)
 const stageDefs = {
-  'http: request event → admit (Koa, body read + JSON parse, router)': (r) => span(r, 'arrived', 'admitStart'),
+  'http: request event → admit (direct route: body read + JSON parse)': (r) => span(r, 'arrived', 'admitStart'),
   'auth/admit (access gate)': (r) => span(r, 'admitStart', 'admitEnd'),
   'route: target + request schema': (r) => span(r, 'admitEnd', 'executeStart'),
   'resolve (registry + cache)': (r) => span(r, 'resolveStart', 'resolveEnd'),
@@ -185,9 +186,9 @@ const stageDefs = {
     if (total === undefined) return undefined
     return total - (span(r, 'resolveStart', 'resolveEnd') ?? 0) - (span(r, 'resolveEnd', 'sandboxStart') ?? 0) - (span(r, 'sandboxStart', 'sandboxEnd') ?? 0) - (span(r, 'recordStart', 'recordEnd') ?? 0) - (span(r, 'eventsStart', 'eventsEnd') ?? 0)
   },
-  'reply: execute → audit (presenter, Koa unwinding)': (r) => span(r, 'executeEnd', 'auditStart'),
+  'reply: execute → audit (presenter, envelope unwinding)': (r) => span(r, 'executeEnd', 'auditStart'),
   'audit (access.audit, awaited)': (r) => span(r, 'auditStart', 'auditEnd'),
-  'reply: audit → response finished (metrics, Koa respond, socket write)': (r) => span(r, 'auditEnd', 'finished'),
+  'reply: audit → response finished (JSON encoding, socket write)': (r) => span(r, 'auditEnd', 'finished'),
   'server total (request event → response finished)': (r) => span(r, 'arrived', 'finished'),
 }
 const stages = {}

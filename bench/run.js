@@ -208,7 +208,7 @@ function breakdownTable(b) {
   const rows = names.map((n) => [n, ...modes.map(([, m]) => `${fmt(m.stages[n]?.p50_ms)} / ${fmt(m.stages[n]?.mean_ms)}`)])
   rows.push(['outside the server (client, kernel, HTTP parse): client p50 − server p50', ...modes.map(([, m]) => fmt(m.outside_server_p50_ms))])
   rows.push(['client-measured latency (load generator)', ...modes.map(([, m]) => `${fmt(m.client?.latency?.p50_ms)} / ${fmt(m.client?.latency?.mean_ms)}`)])
-  rows.push(['the same engine calls behind bare node:http instead of Koa (client)', ...modes.map(([, m]) => `${fmt(m.same_engine_behind_bare_node_http?.latency?.p50_ms)} / ${fmt(m.same_engine_behind_bare_node_http?.latency?.mean_ms)}`)])
+  rows.push(['the same engine calls behind a bare node:http handler (client)', ...modes.map(([, m]) => `${fmt(m.same_engine_behind_bare_node_http?.latency?.p50_ms)} / ${fmt(m.same_engine_behind_bare_node_http?.latency?.mean_ms)}`)])
   rows.push(['sandbox.execute alone, called in a loop (no HTTP, no engine)', ...modes.map(([, m]) => `${fmt(m.sandbox_execute_in_a_loop?.p50_ms)} / ${fmt(m.sandbox_execute_in_a_loop?.mean_ms)}`)])
   return table(['stage of one execute (ms, p50 / mean)', ...modes.map(([k]) => `context: ${k}`)], rows)
 }

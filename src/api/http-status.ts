@@ -1,4 +1,4 @@
-import { SvcError, toSvcError, type ErrorName } from '../core/errors.js'
+import { type SvcError, type ErrorName } from '../core/errors.js'
 
 /**
  * The HTTP status of each svc error code (decisions.md "Errors"): the one table of the HTTP family
@@ -25,26 +25,6 @@ export function httpStatusOf(err: SvcError): number {
   if (err.reason === 'payload_too_large') return 413
   if (err.reason === 'unprocessable') return 422
   return STATUS[err.name]
-}
-
-/**
- * What a JSON body parser (co-body, via @koa/bodyparser) threw, as an svc error: 413 over the size
- * limit (1006, `payload_too_large`), 400 for malformed JSON (1006); anything else an internal fault.
- */
-export function bodyErrorOf(err: unknown): SvcError {
-  if (err instanceof SvcError) return err
-  const e = err as { status?: number; type?: string; expose?: boolean; message?: string } | null
-  if (e && typeof e === 'object' && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
-    if (e.status === 413) {
-      return new SvcError('VALIDATION_FAILED', 'request body exceeds the size limit', {
-        reason: 'payload_too_large', details: { limit: 'see server.body_limit_bytes' },
-      })
-    }
-    return new SvcError('VALIDATION_FAILED', e.expose && e.message ? e.message : 'malformed request', {
-      details: e.type ? { type: e.type } : {},
-    })
-  }
-  return toSvcError(err)
 }
 
 /** The REST error body, `{"error": {code, name, message, details}}` (decisions.md "Errors"). */

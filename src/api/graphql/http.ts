@@ -1,5 +1,4 @@
 import type { ServerResponse } from 'node:http'
-import { bodyParser } from '@koa/bodyparser'
 import type { GraphQLError } from 'graphql/index.js'
 import { getGraphQLParameters, processRequest, type HelixRequest } from './helix.js'
 import type Koa from 'koa'
@@ -7,10 +6,10 @@ import type { Logger } from 'pino'
 import { SvcError, validationFailed } from '../../core/errors.js'
 import type { Principal } from '../../engine/index.js'
 import { httpCredentialsOf } from '../credentials.js'
-import { bodyErrorOf } from '../http-status.js'
+import { readJsonBody } from '../json-body.js'
 import { createGraphqlDoor, type GraphqlDoorComponents } from './door.js'
 import { formatError, formatResult, graphqlErrorOf, httpStatusOf, internalFaultsOf, svcErrorOf } from './errors.js'
-import { checkOperation, isIntrospectionOnly, parseOperation, type GraphqlInit, type ParsedOperation } from './limits.js'
+import { checkOperation, DocumentCache, isIntrospectionOnly, parseOperation, type GraphqlInit, type ParsedOperation } from './limits.js'
 import type { GraphqlContext } from './schema.js'
 
 export type { GraphqlInit } from './limits.js'
@@ -28,8 +27,6 @@ const SSE_MAX_BUFFERED_BYTES = 1 << 20
 const SSE_KEEPALIVE_MS = 15_000
 /** Request bodies above this are refused (413) unless `bodyLimitBytes` says otherwise. */
 const DEFAULT_BODY_LIMIT_BYTES = 1 << 20
-
-const noop = async (): Promise<void> => undefined
 
 /**
  * GraphQL over HTTP at `/graphql` (graphql-helix): `POST` with a JSON body `{query, variables,
@@ -50,12 +47,8 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
   const door = createGraphqlDoor({ engine: components.engine, logger })
   const { schema } = door
   const streams = new Set<() => void>()
-  const parseBody = bodyParser({
-    enableTypes: ['json'],
-    jsonLimit: init.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
-    detectJSON: () => true,
-    jsonStrict: false,
-  }) as unknown as (ctx: Koa.Context, next: () => Promise<void>) => Promise<void>
+  const bodyLimitBytes = init.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES
+  const documents = new DocumentCache()
 
   const middleware = async (ctx: Koa.Context, next: Koa.Next): Promise<void> => {
     if (ctx.path !== GRAPHQL_PATH) return next()
@@ -78,13 +71,14 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
         ctx.status = 405
         return
       }
+      let body: unknown
       try {
-        await parseBody(ctx, noop)
+        body = await readJsonBody(ctx.req, bodyLimitBytes)
       } catch (err) {
-        return await refuse(bodyErrorOf(err), undefined)
+        return await refuse(svcErrorOf(err), undefined)
       }
       const request: HelixRequest = {
-        body: (ctx.request as { body?: unknown }).body,
+        body,
         headers: ctx.req.headers,
         method: ctx.method,
         query: ctx.query,
@@ -94,7 +88,7 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
       let parsed: ParsedOperation | undefined
       let malformed: SvcError | undefined
       try {
-        parsed = parseOperation(params, init)
+        parsed = parseOperation(params, init, documents)
       } catch (err) {
         malformed = svcErrorOf(err)
       }

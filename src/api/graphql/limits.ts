@@ -5,7 +5,7 @@ import {
   type OperationDefinitionNode, type SelectionSetNode, type ValidationRule, type ValueNode,
 } from 'graphql/index.js'
 import { SvcError, validationFailed } from '../../core/errors.js'
-import { MAX_LIST_PAGE } from '../../engine/index.js'
+import { LruCache, MAX_LIST_PAGE } from '../../engine/index.js'
 import { graphqlErrorOf } from './errors.js'
 import { OPERATIONS } from './schema.js'
 
@@ -35,6 +35,60 @@ export interface ParsedOperation {
   auditOperations: string[]
   /** the metrics label: the one audit operation, or `graphql.batch` for several */
   label: string
+  /** what was worked out once for this document's operation (see DocumentCache) */
+  cached: CachedOperation
+}
+
+/** An operation of a document and what was worked out from it once (see DocumentCache). */
+interface CachedOperation extends Pick<ParsedOperation, 'operation' | 'auditOperations' | 'label'> {
+  /** checkOperation's verdict without the cost limit (variables change that): for anonymous, authenticated callers */
+  verdicts: [readonly GraphQLError[] | undefined, readonly GraphQLError[] | undefined]
+}
+
+/** A parsed document and its operations by operationName ('' for none). */
+interface CachedDocument {
+  document: DocumentNode
+  operations: Map<string, CachedOperation>
+}
+
+/** Documents kept by a DocumentCache, at most. */
+export const DOCUMENT_CACHE_ENTRIES = 128
+/** Longer query texts are parsed and validated on every request (a cache entry is bounded by this). */
+export const DOCUMENT_CACHE_MAX_QUERY_CHARS = 8 * 1024
+
+/**
+ * Parsed GraphQL documents by query text, with their operations and validation verdicts: clients
+ * send the same few documents again and again (with other variables), and parsing plus the
+ * specified validation rules cost more than running a cheap field. Bounded (LRU, DOCUMENT_CACHE_ENTRIES
+ * documents of at most DOCUMENT_CACHE_MAX_QUERY_CHARS); one per door, since a verdict depends on
+ * the door's schema and introspection policy. Nothing in an entry depends on the caller beyond
+ * "authenticated or not", which is kept apart.
+ */
+export class DocumentCache {
+  private readonly entries: LruCache<CachedDocument>
+
+  constructor(private readonly maxEntries = DOCUMENT_CACHE_ENTRIES, private readonly maxQueryChars = DOCUMENT_CACHE_MAX_QUERY_CHARS) {
+    this.entries = new LruCache<CachedDocument>(this.maxEntries, () => undefined)
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+
+  /** The cached entry of a query text (now the most recently used), if any. */
+  get(query: string): CachedDocument | undefined {
+    const entry = this.entries.take(query)
+    if (entry !== undefined) this.entries.put(query, entry)
+    return entry
+  }
+
+  /** Keeps a parsed document; undefined when the text is too long to keep. */
+  add(query: string, document: DocumentNode): CachedDocument | undefined {
+    if (query.length > this.maxQueryChars) return undefined
+    const entry: CachedDocument = { document, operations: new Map() }
+    this.entries.put(query, entry)
+    return entry
+  }
 }
 
 /** List size assumed for a list field when no `limit` argument above it says otherwise. */
@@ -54,36 +108,48 @@ const INTROSPECTION_COST = 100
 export function parseOperation(
   params: { query?: unknown; operationName?: unknown; variables?: unknown },
   init: GraphqlInit,
+  cache?: DocumentCache,
 ): ParsedOperation {
   const { query } = params
   if (typeof query !== 'string' || query.trim() === '') throw validationFailed('a GraphQL request needs a query string')
-  const bytes = Buffer.byteLength(query, 'utf8')
-  if (bytes > init.maxDocumentBytes) {
-    throw new SvcError('VALIDATION_FAILED', `the query document is ${bytes} bytes, more than the limit of ${init.maxDocumentBytes}`, {
-      reason: 'payload_too_large',
-      details: { limit: init.maxDocumentBytes },
-    })
-  }
-  let document: DocumentNode
-  try {
-    document = parse(query, { maxTokens: Math.max(1000, Math.ceil(init.maxDocumentBytes / 2)) })
-  } catch (err) {
-    throw new SvcError('VALIDATION_FAILED', err instanceof Error ? err.message : 'GraphQL syntax error', { cause: err })
-  }
   const operationName = params.operationName === undefined || params.operationName === null || params.operationName === ''
     ? undefined
     : params.operationName
+  let cached = cache?.get(query)
+  if (cached === undefined) {
+    const bytes = Buffer.byteLength(query, 'utf8')
+    if (bytes > init.maxDocumentBytes) {
+      throw new SvcError('VALIDATION_FAILED', `the query document is ${bytes} bytes, more than the limit of ${init.maxDocumentBytes}`, {
+        reason: 'payload_too_large',
+        details: { limit: init.maxDocumentBytes },
+      })
+    }
+    let document: DocumentNode
+    try {
+      document = parse(query, { maxTokens: Math.max(1000, Math.ceil(init.maxDocumentBytes / 2)) })
+    } catch (err) {
+      throw new SvcError('VALIDATION_FAILED', err instanceof Error ? err.message : 'GraphQL syntax error', { cause: err })
+    }
+    cached = cache?.add(query, document) ?? { document, operations: new Map() }
+  }
   if (operationName !== undefined && typeof operationName !== 'string') throw validationFailed('operationName must be a string')
-  const operation = getOperationAST(document, operationName)
-  if (!operation) {
-    throw validationFailed(operationName === undefined
-      ? 'the document must contain exactly one operation, or name one with operationName'
-      : `the document has no operation named ${operationName}`)
+  const { document } = cached
+  let selected = cached.operations.get(operationName ?? '')
+  if (selected === undefined) {
+    const operation = getOperationAST(document, operationName)
+    if (!operation) {
+      throw validationFailed(operationName === undefined
+        ? 'the document must contain exactly one operation, or name one with operationName'
+        : `the document has no operation named ${operationName}`)
+    }
+    const auditOperations = [...new Set(rootFieldsOf(document, operation.selectionSet).map(auditOperationOf))]
+    const label = auditOperations.length === 1 ? auditOperations[0]! : auditOperations.length === 0 ? 'graphql.request' : 'graphql.batch'
+    selected = { operation, auditOperations, label, verdicts: [undefined, undefined] }
+    cached.operations.set(operationName ?? '', selected)
   }
   const variables = variablesOf(params.variables)
-  const auditOperations = [...new Set(rootFieldsOf(document, operation.selectionSet).map(auditOperationOf))]
-  const label = auditOperations.length === 1 ? auditOperations[0]! : auditOperations.length === 0 ? 'graphql.request' : 'graphql.batch'
-  return { document, operation, operationName, variables, auditOperations, label }
+  const { operation, auditOperations, label } = selected
+  return { document, operation, operationName, variables, auditOperations, label, cached: selected }
 }
 
 function variablesOf(raw: unknown): Record<string, unknown> | undefined {
@@ -137,21 +203,34 @@ export function isIntrospectionOnly(parsed: ParsedOperation): boolean {
  * each carrying its svc code: 1006, or 1003 for refused introspection.
  */
 export function checkOperation(schema: GraphQLSchema, parsed: ParsedOperation, init: GraphqlInit, authenticated: boolean): GraphQLError[] {
-  const rules: ValidationRule[] = [...specifiedRules, introspectionRule(init.introspection, authenticated)]
-  const invalid = validate(schema, parsed.document, rules, { maxErrors: 20 })
-  if (invalid.length > 0) return [...invalid]
-  const fragments = fragmentsOf(parsed.document)
-  const depth = depthOf(parsed.operation.selectionSet, fragments, 0)
-  if (depth > init.maxDepth) {
-    return [graphqlErrorOf(validationFailed(`query depth ${depth} exceeds the limit of ${init.maxDepth}`))]
+  const slot = authenticated ? 1 : 0
+  const verdicts = parsed.cached.verdicts
+  let verdict = verdicts[slot]
+  if (verdict === undefined) {
+    verdict = documentVerdict(schema, parsed, init, authenticated)
+    verdicts[slot] = verdict
   }
+  if (verdict.length > 0) return [...verdict]
   const root = parsed.operation.operation === 'query'
     ? schema.getQueryType()
     : parsed.operation.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType()
   const variables = { ...defaultsOf(parsed.operation), ...parsed.variables }
+  const fragments = fragmentsOf(parsed.document)
   const cost = root ? costOf(parsed.operation.selectionSet, root, 1, DEFAULT_LIST_SIZE, { schema, fragments, variables }, true) : 0
   if (cost > init.maxCost) {
     return [graphqlErrorOf(validationFailed(`query cost ${cost} exceeds the limit of ${init.maxCost}`))]
+  }
+  return []
+}
+
+/** What checkOperation finds from the document alone: the specified rules, introspection, depth. */
+function documentVerdict(schema: GraphQLSchema, parsed: ParsedOperation, init: GraphqlInit, authenticated: boolean): readonly GraphQLError[] {
+  const rules: ValidationRule[] = [...specifiedRules, introspectionRule(init.introspection, authenticated)]
+  const invalid = validate(schema, parsed.document, rules, { maxErrors: 20 })
+  if (invalid.length > 0) return invalid
+  const depth = depthOf(parsed.operation.selectionSet, fragmentsOf(parsed.document), 0)
+  if (depth > init.maxDepth) {
+    return [graphqlErrorOf(validationFailed(`query depth ${depth} exceeds the limit of ${init.maxDepth}`))]
   }
   return []
 }

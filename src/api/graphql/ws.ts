@@ -8,7 +8,7 @@ import type { CredentialInput, Principal } from '../../engine/index.js'
 import { httpCredentialsOf } from '../credentials.js'
 import { createGraphqlDoor, type GraphqlDoorComponents } from './door.js'
 import { formatError, formatResult, graphqlErrorOf, internalFaultsOf, svcErrorOf, wsCloseCodeOf, wsCloseReasonOf } from './errors.js'
-import { checkOperation, parseOperation, type GraphqlInit, type ParsedOperation } from './limits.js'
+import { checkOperation, DocumentCache, parseOperation, type GraphqlInit, type ParsedOperation } from './limits.js'
 import type { GraphqlContext } from './schema.js'
 
 export type GraphqlWsComponents = GraphqlDoorComponents
@@ -40,6 +40,7 @@ const ADMISSION = { name: 'graphql.admission', audited: false } as const
 export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlInit, components: GraphqlWsComponents): { close(): Promise<void> } {
   const logger = components.logger.child({ component: 'graphql-ws' })
   const door = createGraphqlDoor({ engine: components.engine, logger })
+  const documents = new DocumentCache()
   const { schema, envelope } = door
   // a subscribe message carries the document plus variables
   const wss = new WebSocketServer({ noServer: true, maxPayload: Math.max(1 << 20, 2 * init.maxDocumentBytes) })
@@ -75,7 +76,7 @@ export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlI
           // per operation: a revoked key stops here, and the rate limits are charged
           const principal = await envelope.admit(admission, credentials)
           ctx.extra.principal = principal
-          parsed = parseOperation(payload, init)
+          parsed = parseOperation(payload, init, documents)
           const invalid = checkOperation(schema, parsed, init, true)
           if (invalid.length > 0) throw invalid
           if (parsed.auditOperations.includes('graphql.introspect')) await door.record('graphql.introspect', credentials.ip, principal)

@@ -13,6 +13,7 @@ import { functionRoutes } from './routes/functions.js'
 import { systemRoutes } from './routes/system.js'
 import { v1Routes } from './routes/v1.js'
 import { createConsoleMiddleware, type ConsoleInit } from './console.js'
+import { createDirectRoutes, type DirectRoutes } from './direct.js'
 import { federationMemberRoutes } from './routes/federation-members.js'
 import { functionSourceRoutes } from './routes/function-source.js'
 import { nodeInfoRoutes, type NodeInfoInit } from './routes/node-info.js'
@@ -79,6 +80,24 @@ export function restRoutes(init: RestApiInit, components: RestApiComponents, ope
 }
 
 /**
+ * The REST door's Koa app, whose `callback()` answers the direct routes (execute, resolve) before
+ * Koa (see `direct.ts`) and hands every other request to Koa.
+ */
+class RestApp extends Koa<RestState> {
+  direct: DirectRoutes | undefined
+
+  override callback(): ReturnType<Koa['callback']> {
+    const koa = super.callback()
+    const direct = this.direct
+    if (direct === undefined) return koa
+    return (req, res) => {
+      if (!('stream' in req) && !('stream' in res) && direct.serve(req, res)) return Promise.resolve()
+      return koa(req, res)
+    }
+  }
+}
+
+/**
  * The REST door: each route decodes, runs its one engine call through the operation envelope
  * (admit, audit, meter, map errors) and encodes. Koa's `callback()` is a plain request handler,
  * so tests can serve it on a port of their own. Other HTTP doors (GraphQL) mount after it and
@@ -86,7 +105,7 @@ export function restRoutes(init: RestApiInit, components: RestApiComponents, ope
  */
 export function createRestApi(init: RestApiInit, components: RestApiComponents): Koa<RestState> {
   const { engine, logger } = components
-  const app = new Koa<RestState>({ proxy: false })
+  const app = new RestApp({ proxy: false })
   app.silent = true
   const envelope = createRestEnvelope({ bodyLimitBytes: init.bodyLimitBytes }, { engine, logger })
 
@@ -115,7 +134,7 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
   let document: Record<string, unknown> | undefined
   const routes: RestRoute<never, unknown>[] = restRoutes(init, components, () => (document ??= buildOpenApi(init.openapi ?? DEFAULT_OPENAPI, routes)))
   const router = new Router<RestState>()
-  registerRoutes(router, envelope, routes)
+  app.direct = createDirectRoutes(registerRoutes(router, envelope, routes), { envelope, isDraining: components.isDraining })
   // the console's static files (`/`, `/console/…`): metered, not audited (files, not operations)
   if (init.console) app.use(createConsoleMiddleware(init.console, { envelope }))
   app.use(router.routes())

@@ -1,1 +1,1 @@
-export { bodyErrorOf, errorBody, httpStatusOf, type ErrorBody } from '../http-status.js'
+export { errorBody, httpStatusOf, type ErrorBody } from '../http-status.js'

@@ -1,4 +1,3 @@
-import { bodyParser } from '@koa/bodyparser'
 import type { Router } from '@koa/router'
 import type Koa from 'koa'
 import type { z } from 'zod'
@@ -8,7 +7,8 @@ import {
   type CallerOperation, type EnvelopeComponents, type PublicOperation, type OperationCall, type OperationEnvelope, type Principal,
 } from '../../engine/index.js'
 import { httpCredentialsOf } from '../credentials.js'
-import { bodyErrorOf, errorBody, httpStatusOf } from './errors.js'
+import { readJsonBody } from '../json-body.js'
+import { errorBody, httpStatusOf } from './errors.js'
 import { bodyOf } from './request.js'
 import { parseQuery } from './routes/request-schemas.js'
 
@@ -55,6 +55,12 @@ export interface RestRoute<Q = Record<string, unknown>, B = unknown> {
   rufidOf?(ctx: RestContext): string | null | undefined
   /** the namespace the request names in its body when the header is absent (native execute) */
   namespaceOf?(ctx: RestContext): string | undefined
+  /**
+   * Served straight from node:http, before Koa (see `direct.ts`): the hot routes (execute,
+   * resolve). Their handler (and `rufidOf`) may read only `params`, the body (`bodyOf`) and
+   * `state`, and set `status`; the route still runs through the same enveloped middleware.
+   */
+  direct?: boolean
   /** runs the engine call; the returned value is the body (typed against `responses`) */
   handle(principal: Principal | undefined, ctx: RestContext & { state: { query: Q } }, call: OperationCall): Promise<B>
 }
@@ -88,7 +94,6 @@ export function defineRoute(route: RestRoute<never, unknown>): RestRoute<never, 
   return route
 }
 
-const noop = async (): Promise<void> => undefined
 const EMPTY_QUERY: Readonly<Record<string, unknown>> = Object.freeze({})
 
 export interface RestDoorInit {
@@ -101,13 +106,7 @@ export interface RestDoorInit {
  * the JSON body read before admission (413 too large, 400 malformed), statuses as HTTP statuses.
  */
 export function createRestEnvelope(init: RestDoorInit, components: EnvelopeComponents): OperationEnvelope<RestContext> {
-  const parse = bodyParser({
-    enableTypes: ['json'],
-    jsonLimit: init.bodyLimitBytes,
-    // a body is JSON whatever its Content-Type says (curl -d sends a form type)
-    detectJSON: () => true,
-    jsonStrict: false,
-  }) as unknown as (ctx: RestContext, next: () => Promise<void>) => Promise<void>
+  const limit = init.bodyLimitBytes
   return createOperationEnvelope<RestContext>({
     protocol: 'rest',
     ipOf: (ctx) => ctx.ip,
@@ -117,11 +116,7 @@ export function createRestEnvelope(init: RestDoorInit, components: EnvelopeCompo
       return httpCredentialsOf(ctx.req, ctx.ip, namespaceOf ? { namespace: namespaceOf(ctx), preferGiven: false } : undefined)
     },
     async decode(ctx) {
-      try {
-        await parse(ctx, noop)
-      } catch (err) {
-        throw bodyErrorOf(err)
-      }
+      (ctx.request as { body?: unknown }).body = await readJsonBody(ctx.req, limit)
     },
     statusOf: (error) => String(error === undefined ? 200 : httpStatusOf(error)),
   }, components)
@@ -135,11 +130,18 @@ export function sendError(ctx: Koa.Context, err: SvcError): void {
   if (err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(Math.ceil(err.retryAfterSeconds)))
 }
 
+/** The middleware a route was registered with: its one way through the envelope, whichever way the request came. */
+export type RouteMiddleware = (ctx: RestContext) => Promise<void>
+
 /**
  * Registers routes on the router, each as one enveloped middleware named after its operation:
  * decode (body, query) → admit → handle → audit → meter, then the body or the error is encoded.
+ * Returns each route with its middleware (the direct routes run the same one).
  */
-export function registerRoutes(router: Router<RestState>, envelope: OperationEnvelope<RestContext>, routes: readonly RestRoute<never, unknown>[]): void {
+export function registerRoutes(
+  router: Router<RestState>, envelope: OperationEnvelope<RestContext>, routes: readonly RestRoute<never, unknown>[],
+): Array<{ route: RestRoute; middleware: RouteMiddleware }> {
+  const registered: Array<{ route: RestRoute; middleware: RouteMiddleware }> = []
   for (const route of routes) {
     const r = route as unknown as RestRoute
     const query = r.query
@@ -167,5 +169,7 @@ export function registerRoutes(router: Router<RestState>, envelope: OperationEnv
       }
     }, operation)
     router.register(r.path, [r.method.toUpperCase()], middleware as never, { name: r.operation })
+    registered.push({ route: r, middleware })
   }
+  return registered
 }

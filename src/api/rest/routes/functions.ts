@@ -34,6 +34,7 @@ export function functionRoutes(engine: Engine, init: { maxSourceBytes: number })
       responses: { 200: resolutionSchema },
       errors: [...CALLER_ERRORS, ...BODY_ERRORS, ...FUNCTION_ERRORS],
       rufidOf: rufidOfBody,
+      direct: true,
       async handle(principal, ctx) {
         const body = bodyOf(ctx)
         // a malformed RUFID or version is 1001 (target), any other problem of the body 1006
@@ -50,6 +51,7 @@ export function functionRoutes(engine: Engine, init: { maxSourceBytes: number })
       responses: { 200: executionSchema },
       errors: [...CALLER_ERRORS, ...BODY_ERRORS, ...FUNCTION_ERRORS, ...EXECUTION_ERRORS],
       rufidOf: rufidOfPath,
+      direct: true,
       async handle(principal, ctx) {
         const body = bodyOf(ctx)
         const target = functions.target(principal!, ctx.params.rufid, body.version)
