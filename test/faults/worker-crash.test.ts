@@ -47,9 +47,11 @@ describe('sandbox workers killed (real daemon processes)', () => {
     expect(pid).toBe(d.pid)
     const long = { limits: { timeout_ms: 30_000, cpu_ms: 30_000 } }
     const busy = await create(d, { ...busyJs, ...long })
-    const add = await create(d, addJs)
+    // the next call's own limit leaves room for a replacement worker's cold start on a loaded host
+    // (a Python interpreter loads in 1-2 s on a quiet machine, much longer at load 30)
+    const add = await create(d, { ...addJs, ...long })
     const busyP = await create(d, { ...busyPy, ...long })
-    const addP = await create(d, addPy)
+    const addP = await create(d, { ...addPy, ...long })
     const recoveries: number[] = []
     const rounds: Array<[string, string, object, unknown]> = [
       [busy, add, { a: 2, b: 3 }, 5], [busy, add, { a: 2, b: 3 }, 5], [busyP, addP, { a: 4, b: 5 }, 9],
@@ -58,7 +60,8 @@ describe('sandbox workers killed (real daemon processes)', () => {
     for (const [index, [slow, fast, args, expected]] of rounds.entries()) {
       // the replacement worker loads its runtime (a Python interpreter takes a second) before the
       // call under test, so the CPU it burns next is the call's own
-      expect((await call(`${d.url}/api/v1/functions/${fast}/execute`, 'POST', { arguments: args })).body.result).toBe(expected)
+      const warm = await call(`${d.url}/api/v1/functions/${fast}/execute`, 'POST', { arguments: args })
+      expect(warm.body.result, JSON.stringify(warm.body)).toBe(expected)
       const workers = childPids(d.pid)
       expect(workers).toHaveLength(1)
       const cpuBefore = treeCpuMs(workers[0]!)

@@ -525,7 +525,7 @@ export class PythonInterpreter {
     if (fault === undefined) {
       timer.arm(spec.timeoutMs)
       try {
-        answer = this.fns.invoke(spec.code, spec.functionName, spec.argsJson, spec.site, spec.stash, spec.timeoutMs, spec.maxLogBytes, spec.instance, spec.restore, spec.seed ?? null)
+        answer = this.fns.invoke(spec.code, spec.functionName, spec.argsJson, spec.site, spec.stash, spec.timeoutMs, spec.maxLogBytes, spec.instance, spec.restore, spec.seed)
       } catch (err) {
         fault = err instanceof Error ? err.message : String(err)
       } finally {
