@@ -142,7 +142,7 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
   const functions = new FunctionRegistry(init.registry, {
     store, metrics, events, manifests, catalogLock,
     replication: {
-      recorded: (op, fn, ledger) => replication.recordLocal(op, fn, ledger),
+      planned: (op, fn, ledger) => replication.planLocal(op, fn, ledger),
       movedBranch: (ledger, move) => replication.recordLocalMove(ledger, move),
       assertNotLoser: (tenant, short, version) => replication.assertNotLoser(tenant, short, version),
       fetchCode: (fn) => fetchMissingCode(fn, { store, federation: federation.port }),

@@ -198,8 +198,10 @@ export class FunctionRegistry {
       }
       const move = options.withinWrite ? await options.withinWrite(fn, ledger, true) : undefined
       if (move) ledger = move.ledger
-      await this.store.putNewVersion({ fn, ledger, ...(move ? { head: move.head } : {}) })
-      await this.replication?.recorded('added', fn, ledger)
+      // the version and its replication record in one atomic batch: never one without the other
+      const planned = await this.replication?.planned('added', fn, ledger)
+      await this.store.putNewVersion({ fn, ledger, ...(move ? { head: move.head } : {}) }, planned?.ops)
+      planned?.commit()
       if (move) await this.replication?.movedBranch?.(move.ledger, move.move)
       this.cache.delete(cacheKey(tenant, short))
       return { fn, created: true }
@@ -328,8 +330,10 @@ export class FunctionRegistry {
       for (const fn of live) {
         const ledger = await this.store.getLedgerEntry(tenant, fn.function_name, fn.version)
         const tombstone: FunctionVersion = { ...fn, deleted_at }
-        await this.store.putTombstone(tombstone, { ...(ledger ?? ledgerOf(fn)), deleted_at })
-        await this.replication?.recorded('deleted', tombstone, { ...(ledger ?? ledgerOf(fn)), deleted_at })
+        const entry = { ...(ledger ?? ledgerOf(fn)), deleted_at }
+        const planned = await this.replication?.planned('deleted', tombstone, entry)
+        await this.store.putTombstone(tombstone, entry, planned?.ops)
+        planned?.commit()
         this.cache.delete(cacheKey(tenant, fn.rufid_short, fn.version))
         this.cache.delete(cacheKey(tenant, fn.rufid_short))
       }

@@ -351,11 +351,34 @@ export class CatalogReplica {
 
   /** Records a local create or delete (the store already holds it). The caller holds the catalog lock. */
   async recordLocal(op: 'added' | 'deleted', fn: FunctionVersion, ledger: LedgerEntry): Promise<CatalogChange | undefined> {
+    const planned = await this.planLocal(op, fn, ledger)
+    if (planned === undefined) return undefined
+    await this.db.batch(planned.ops as never, { sync: false } as object)
+    return planned.commit()
+  }
+
+  /**
+   * A local create or delete as batch operations, not written: the registry writes them in the same
+   * atomic batch as the version itself, so a version is never stored without its replication record
+   * (nor the record without the version), then calls `commit`, which moves the version vector,
+   * indexes a conflict and tells the listeners. The caller holds the catalog lock from plan to commit.
+   */
+  async planLocal(op: 'added' | 'deleted', fn: FunctionVersion, ledger: LedgerEntry): Promise<PlannedChange | undefined> {
     if (!this.started) return undefined
-    return this.recordOwn({
+    const change: VersionChange = {
       origin: this.origin, seq: (this.vector[this.origin] ?? 0) + 1, hlc: this.clock.now(), op,
       key: catalogKey(fn.tenant_id, fn.function_name, fn.version), fn, ledger,
-    })
+    }
+    if (this.authenticator) change.sig = await this.signatureOf(change)
+    const plan = await this.planVersion(change, `${change.origin}/${pad(change.seq)}`)
+    return {
+      ops: plan.ops,
+      commit: () => {
+        plan.commit()
+        for (const l of this.changeListeners) l(change)
+        return change
+      },
+    }
   }
 
   /**
@@ -634,7 +657,12 @@ export class CatalogReplica {
   }
 
   /** A function version or its tombstone. */
-  private async applyVersion(c: VersionChange, logKey: string, local: boolean): Promise<{ conflicts: CatalogConflict[] }> {
+  /**
+   * A version change's replication records (log, key contenders, clock, conflict) as batch
+   * operations, and what follows once they are stored (`commit`: the vector moves, a new conflict is
+   * indexed and told); `winner` is the content that holds the key.
+   */
+  private async planVersion(c: VersionChange, logKey: string): Promise<{ ops: unknown[]; winner: Contender; commit(): CatalogConflict[] }> {
     const before = ((await this.entries.get(c.key)) as Contender[] | undefined) ?? []
     const contenders = before.map((x) => ({ ...x }))
     const same = contenders.find((x) => x.rufid_short === c.fn.rufid_short)
@@ -665,11 +693,24 @@ export class CatalogReplica {
       }
       ops.push({ type: 'put', sublevel: this.conflictTable, key: c.key, value: conflict })
     }
-    await this.db.batch(ops as never, { sync: false } as object)
-    this.vector[c.origin] = Math.max(this.vector[c.origin] ?? 0, c.seq)
-    if (conflict) this.indexConflict(conflict)
-    const found: CatalogConflict[] = conflict && before.length !== contenders.length ? [conflict] : []
-    for (const x of found) for (const l of this.conflictListeners) l(x)
+    return {
+      ops,
+      winner,
+      commit: () => {
+        this.vector[c.origin] = Math.max(this.vector[c.origin] ?? 0, c.seq)
+        if (conflict) this.indexConflict(conflict)
+        const found: CatalogConflict[] = conflict && before.length !== contenders.length ? [conflict] : []
+        for (const x of found) for (const l of this.conflictListeners) l(x)
+        return found
+      },
+    }
+  }
+
+  private async applyVersion(c: VersionChange, logKey: string, local: boolean): Promise<{ conflicts: CatalogConflict[] }> {
+    const plan = await this.planVersion(c, logKey)
+    await this.db.batch(plan.ops as never, { sync: false } as object)
+    const found = plan.commit()
+    const winner = plan.winner
     if (!local) {
       // materialize: the version itself (the loser stays stored, addressable by its hash), and the
       // ledger entry of whichever content won the key, carrying every branch move recorded on that
@@ -689,6 +730,12 @@ export class CatalogReplica {
     }
     return { conflicts: found }
   }
+}
+
+/** A local change planned as batch operations (written with the catalog's own), then committed. */
+export interface PlannedChange {
+  ops: unknown[]
+  commit(): CatalogChange
 }
 
 const MAX_MOVE_ID = 200

@@ -167,13 +167,17 @@ export class CatalogStore {
     return (await this.digests.get(short)) as string | undefined
   }
 
-  /** Writes a new version, its ledger entry, its digest and (when given) a branch head atomically, synced to disk. */
-  async putNewVersion({ fn, ledger, head }: NewVersionWrite): Promise<void> {
+  /**
+   * Writes a new version, its ledger entry, its digest, (when given) a branch head and `alongside`
+   * (replication's records of the change, same database) atomically, synced to disk.
+   */
+  async putNewVersion({ fn, ledger, head }: NewVersionWrite, alongside: readonly unknown[] = []): Promise<void> {
     await this.write([
       { type: 'put', sublevel: this.functions, key: functionKey(fn.tenant_id, fn.rufid_short, fn.version), value: fn },
       { type: 'put', sublevel: this.ledger, key: ledgerKey(ledger.tenant_id, ledger.function_name, ledger.version), value: ledger },
       { type: 'put', sublevel: this.digests, key: fn.rufid_short, value: fn.content_digest },
       ...(head ? [this.headPut(head)] : []),
+      ...(alongside as PutOp[]),
     ], true)
   }
 
@@ -220,11 +224,12 @@ export class CatalogStore {
     return { type: 'put', sublevel: this.heads, key: branchHeadKey(head.tenant_id, head.function_name, head.branch), value: head }
   }
 
-  /** Marks one version deleted in both tables, atomically. */
-  async putTombstone(fn: FunctionVersion, ledger: LedgerEntry): Promise<void> {
+  /** Marks one version deleted in both tables, with `alongside` (replication's records), atomically. */
+  async putTombstone(fn: FunctionVersion, ledger: LedgerEntry, alongside: readonly unknown[] = []): Promise<void> {
     await this.write([
       { type: 'put', sublevel: this.functions, key: functionKey(fn.tenant_id, fn.rufid_short, fn.version), value: fn },
       { type: 'put', sublevel: this.ledger, key: ledgerKey(ledger.tenant_id, ledger.function_name, ledger.version), value: ledger },
+      ...(alongside as PutOp[]),
     ], true)
   }
 
