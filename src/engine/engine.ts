@@ -114,6 +114,8 @@ export interface Engine {
   backup(principal: Principal, writtenBy: string): Readable
   /** 1003 unless the principal is an operator: an admin of the node's admin tenant (node-wide operations) */
   requireOperator(principal: Principal): void
+  /** whether the principal is an operator (see requireOperator) */
+  isOperator(principal: Principal): boolean
   /** latency, error rate and cost of one function over a window such as `15m` */
   telemetry(principal: Principal, target: FunctionTarget, window: string): Promise<FunctionTelemetry>
   /** the same over a window cut into `buckets` equal buckets, for charts */
@@ -207,6 +209,9 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     },
     requireOperator(principal) {
       requireOperator(principal, init.auth.defaultTenant)
+    },
+    isOperator(principal) {
+      return principal.tenant_id === init.auth.defaultTenant && principal.permissions.has('rufid.admin')
     },
     telemetry(principal, target, window) {
       return functionTelemetry(principal, target, window, { store, functions })

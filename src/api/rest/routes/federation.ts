@@ -84,13 +84,14 @@ export function federationRoutes(engine: Engine): RestRoute<never, unknown>[] {
 
     defineRoute({
       method: 'get', path: '/api/v1/federation/conflicts', operation: 'federation.conflicts',
-      summary: 'Recorded catalog conflicts (admins see every tenant)',
+      summary: "Recorded catalog conflicts: the caller's tenant's (operators, admins of the node's admin tenant, see every tenant's)",
       responses: { 200: conflictListSchema },
       errors: [...CALLER_ERRORS],
       async handle(principal) {
         requirePermission(principal!, 'rufid.read')
-        const admin = principal!.permissions.has('rufid.admin')
-        return { items: await engine.replication.conflicts(admin ? {} : { tenant: principal!.tenant_id }) }
+        // every tenant's conflicts for operators only (the tenancy matrix of issue 16 found any admin saw them)
+        const all = engine.isOperator(principal!)
+        return { items: await engine.replication.conflicts(all ? {} : { tenant: principal!.tenant_id }) }
       },
     }),
   ]
