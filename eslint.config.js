@@ -23,9 +23,11 @@ export default tseslint.config(
   },
   {
     // a promise nobody awaits, returns, or marks `void` on purpose: its rejection would be unhandled
-    // (type-aware: each file is checked in the TypeScript project that includes it)
-    files: ['**/*.ts', '**/*.tsx'],
-    languageOptions: { parserOptions: { projectService: { allowDefaultProject: ['console/vite.config.ts'] }, tsconfigRootDir: import.meta.dirname } },
+    // (type-aware: each file is checked in the TypeScript project that includes it). The daemon's and
+    // the console's code; tests are left out, as type-aware linting of every test file doubled the
+    // whole CI run's lint step on a 2-core machine.
+    files: ['src/**/*.ts', 'console/src/**/*.ts', 'console/src/**/*.tsx'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: { '@typescript-eslint/no-floating-promises': 'error' },
   },
   {
