@@ -60,6 +60,8 @@ describe('result trust policy (engine + libp2p members)', () => {
   }
   const call = (x: number) => engine.executions.execute(dev, engine.functions.target(dev, rufid), { x })
   const auditOf = async (operation: string): Promise<AuditEntry[]> => (await engine.auditLog.query({ operation, limit: 20 })).items
+  /** the conflict audited for square(x) (audits are written in the background) */
+  const conflictAbout = (x: number): Promise<AuditEntry> => waitFor(async () => (await auditOf('federation.result.conflict')).find((e) => e.result.includes(argumentsDigest({ x }))), 5_000) as Promise<AuditEntry>
 
   beforeAll(async () => {
     const real = await realSandbox(1)
@@ -169,7 +171,7 @@ describe('result trust policy (engine + libp2p members)', () => {
     expect(record.cached).toBeUndefined()
     expect(record.result).toEqual({ x: 31, square: 961 })
     expect(sandboxCalls).toBe(before + 1)
-    const conflict = await waitFor(async () => (await auditOf('federation.result.conflict')).find((e) => e.result.includes(argumentsDigest({ x: 31 }))), 5_000)
+    const conflict = await conflictAbout(31)
     expect(conflict).toMatchObject({ code: 2002, tenant: 'acme' })
     expect(conflict.result).toContain(m1.signer.peerId)
     expect(conflict.result).toContain(m2.signer.peerId)
@@ -187,7 +189,7 @@ describe('result trust policy (engine + libp2p members)', () => {
     expect(record.cached).toBeUndefined()
     expect(record.result).toEqual({ x: 41, square: 1681 })
     expect((record.receipt as Receipt).peer_id).toBe(template.peer_id)
-    const conflict = await waitFor(async () => (await auditOf('federation.result.conflict')).find((e) => e.result.includes(argumentsDigest({ x: 41 }))), 5_000)
+    const conflict = await conflictAbout(41)
     expect(conflict).toMatchObject({ code: 2002, tenant: 'acme', operation: 'federation.result.conflict' })
     expect(conflict.result).toContain('re-executed here')
     expect(conflict.result).toContain(template.peer_id) // this node signed one side…
