@@ -33,7 +33,7 @@ describe('result trust policy (engine + libp2p members)', () => {
   let engine: Engine
   let sandboxCalls = 0
   let here: FederationNode
-  let members: Member[] = []
+  const members: Member[] = []
   let provider: ResultProvider
   let rufid: string
   /** a receipt this engine signed for the function: the template members' receipts follow */
@@ -162,7 +162,7 @@ describe('result trust policy (engine + libp2p members)', () => {
   })
 
   it('quorum 2: two members whose valid receipts disagree are a conflict naming both; the call runs here', async () => {
-    const [m1, m2, m3] = members as [Member, Member, Member]
+    const [m1, m2] = members as [Member, Member, Member]
     usePolicy({ trust: 'quorum', quorum: 2 })
     holds(m1)
     holds(m2, (x) => ({ x, square: x * x + 1 })) // m3 holds nothing: neither side reaches 2 alone
