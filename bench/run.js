@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { BENCH, killAll, pinning } from './lib.js'
 import * as suites from './suites.js'
 
-export const SECTIONS = ['rufid', 'resolution_in_process', 'cache', 'daemon', 'breakdown', 'scale', 'federation']
+export const SECTIONS = ['rufid', 'resolution_in_process', 'cache', 'daemon', 'breakdown', 'scale', 'federation', 'results']
 
 function machine() {
   const sh = (cmd) => {
@@ -105,6 +105,7 @@ function targets(r) {
   }
   walk(r.daemon)
   walk(r.scale)
+  walk(r.results)
   rows.push({
     metric: 'Availability', source: `success ratio of all ${count} load-generator requests of this run (svc and peers)`,
     value: count ? Math.round(((count - errors) / count) * 1e6) / 1e6 : null, target: '>= 0.9999', pass: count ? (count - errors) / count >= 0.9999 : null,
@@ -149,6 +150,7 @@ function comparisons(r) {
   if (f?.sync) add('federation publish→visible on 5', f.sync, f.baseline_libp2p_request_response, 'libp2p req/resp RTT')
   if (f?.baseline_libp2p_request_response) add('(libp2p req/resp RTT, 5 nodes)', null, f.baseline_libp2p_request_response, 'libp2p req/resp RTT')
   if (f?.dht_discover) add('(DHT discover, 5 nodes)', null, f.dht_discover, 'provide+findProviders')
+  for (const [i, round] of (r.results?.local_hit?.rounds ?? []).entries()) add(`deterministic cache hit (REST), round ${i + 1}`, round.hit, round.resolve, 'REST resolve')
   for (const [n, s] of Object.entries(r.scale?.sizes ?? {})) {
     if (s.rest_resolve_uncached) add(`resolve REST uncached @${n}`, s.rest_resolve_uncached.latency, s.baseline_leveldb_get, 'LevelDB get')
   }
@@ -196,6 +198,12 @@ export function goals(r) {
   if (rr) {
     row('resolve over REST, 10 connections, p50', rr.svc.latency.p50_ms, rr.baseline.latency.p50_ms, 'bare Koa', div(rr.svc.latency.p50_ms, rr.baseline.latency.p50_ms), 1.3)
     row('resolve over REST, 10 connections, p99', rr.svc.latency.p99_ms, rr.baseline.latency.p99_ms, 'bare Koa', div(rr.svc.latency.p99_ms, rr.baseline.latency.p99_ms), 1.3)
+  }
+  const lh = r.results?.local_hit
+  if (lh) {
+    // issue 18: the ratio is the median of alternating rounds' ratios; svc and base are the median round's (bench/README.md, results suite)
+    row('issue 18: deterministic local cache hit vs resolve (REST), p50', lh.svc.p50_ms, lh.baseline.p50_ms, 'REST resolve', lh.ratio_p50, 1.2)
+    row('issue 18: deterministic local cache hit vs resolve (REST), p99', lh.svc.p99_ms, lh.baseline.p99_ms, 'REST resolve', lh.ratio_p99, null)
   }
   return rows
 }
@@ -252,6 +260,7 @@ export async function runBench({ smoke = false, only, scaleSizes, merge = false,
     breakdown: suites.breakdown,
     scale: suites.scale,
     federation: suites.federation,
+    results: suites.results,
   }
   for (const [name, fn] of Object.entries(plan)) {
     if (only && !only.includes(name)) continue

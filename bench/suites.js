@@ -741,3 +741,64 @@ async function systemEvents(base) {
     close: () => ws.close(),
   }
 }
+
+/**
+ * Issue 18's local goal: a deterministic function's call answered from the node's result cache
+ * (REST execute of `add` declared `"deterministic": true`, the same arguments every time: every
+ * call after the first is a hit) against a REST resolve of the same RUFID on the same daemon.
+ * Pairs of rounds (2.5 s each) alternate their order so a change of the machine's load weighs on
+ * both; the ratio is the median of the pairs' ratios.
+ */
+export async function results({ smoke, log }) {
+  const durationMs = smoke ? 400 : 2500
+  const warmupMs = smoke ? 100 : 500
+  const daemon = await startDaemon()
+  try {
+    const base = daemon.url.replace(/\/+$/, '')
+    const created = await postJson(`${base}/api/v1/functions/create`, { ...ADD_JS, manifest: { schemaVersion: '1.0', name: 'add', deterministic: true } })
+    if (created.status >= 300) throw new Error(`publish failed: ${JSON.stringify(created)}`)
+    const short = created.body.rufid_short
+    const executeUrl = `${base}/api/v1/functions/${short}/execute`
+    const execBody = JSON.stringify({ arguments: { a: 2, b: 3 } })
+    const first = await postJson(executeUrl, { arguments: { a: 2, b: 3 } })
+    const second = await postJson(executeUrl, { arguments: { a: 2, b: 3 } })
+    if (first.body.cached !== false || second.body.cached !== true || second.body.result !== 5) {
+      throw new Error(`the result cache did not answer the second call: ${JSON.stringify([first.body.cached, second.body])}`)
+    }
+    const hits = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text()
+      return Number(text.split('\n').find((l) => l.startsWith('svc_result_cache_lookups_total{result="hit"}'))?.split(' ').pop() ?? 0)
+    }
+    const resolveJob = { kind: 'http', url: `${base}/api/v1/functions/resolve`, body: JSON.stringify({ rufid: short, version: 'v1' }), connections: 1, durationMs, warmupMs }
+    const hitJob = { kind: 'http', url: executeUrl, body: execBody, connections: 1, durationMs, warmupMs }
+    const pairs = smoke ? 1 : 4
+    log(`results: local cache hit vs resolve (${pairs} pairs of rounds, alternating order)`)
+    const hitsBefore = await hits()
+    const rounds = []
+    for (let i = 0; i < pairs; i++) {
+      // alternate which goes first, so a drift of the machine's load weighs on both
+      const [hit, resolve] = i % 2 === 0
+        ? [await runLoad(hitJob), await runLoad(resolveJob)]
+        : (await Promise.resolve().then(async () => { const r = await runLoad(resolveJob); return [await runLoad(hitJob), r] }))
+      rounds.push({ hit: hit.latency, resolve: resolve.latency, hit_requests: hit.count, hit_errors: hit.errors, resolve_requests: resolve.count, ratio: ratio(hit.latency, resolve.latency) })
+    }
+    const hitsCounted = (await hits()) - hitsBefore
+    const median = (xs) => { const a = [...xs].sort((x, y) => x - y); return a.length % 2 ? a[(a.length - 1) / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2 }
+    const mid = [...rounds].sort((a, b) => a.ratio.p50 - b.ratio.p50)[Math.floor((rounds.length - 1) / 2)]
+    return {
+      local_hit: {
+        what: 'REST execute of a deterministic add (same arguments: a result-cache hit) vs REST resolve of the same RUFID, 1 connection',
+        rounds,
+        // the result cache's hit counter over the load (warm-up requests included): every execute was a hit
+        hits_counted: hitsCounted,
+        hit_requests: rounds.reduce((n, r) => n + r.hit_requests, 0),
+        svc: mid.hit,
+        baseline: mid.resolve,
+        ratio_p50: median(rounds.map((r) => r.ratio.p50)),
+        ratio_p99: median(rounds.map((r) => r.ratio.p99)),
+      },
+    }
+  } finally {
+    await daemon.stop()
+  }
+}

@@ -66,7 +66,7 @@ describe('npm run bench --smoke', () => {
   })
 
   it('has every section, none of them failed', () => {
-    for (const name of ['rufid', 'resolution_in_process', 'cache', 'daemon', 'scale', 'federation']) {
+    for (const name of ['rufid', 'resolution_in_process', 'cache', 'daemon', 'scale', 'federation', 'results']) {
       expect(results.sections[name], name).toBeDefined()
       expect(String(results.sections[name].status ?? ''), name).not.toMatch(/^failed/)
     }
@@ -133,6 +133,20 @@ describe('npm run bench --smoke', () => {
       isLatency(s.baseline_leveldb_get)
       expect(s.rss_bytes_after_load).toBeGreaterThan(0)
     }
+  })
+
+  it('results: a deterministic function\'s local cache hit against a resolve of the same RUFID, every execute a hit', () => {
+    const h = results.sections.results.local_hit
+    expect(h.rounds.length).toBeGreaterThan(0)
+    for (const r of h.rounds as Json[]) {
+      isLatency(r.hit)
+      isLatency(r.resolve)
+      isRatio(r.ratio)
+      expect(r.hit_errors).toBe(0)
+    }
+    // the node's hit counter saw every execute of the load (and the warm-up's)
+    expect(h.hits_counted).toBeGreaterThanOrEqual(h.hit_requests)
+    expect(typeof h.ratio_p50).toBe('number')
   })
 
   it('federation: figures, or an explicit "not available" status', () => {

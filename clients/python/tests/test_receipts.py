@@ -38,11 +38,11 @@ CASES = VECTORS["cases"]
 JCS = VECTORS["jcs"]
 
 
-def verdict_of(case):
-    options = {"now": VECTORS["now"]}
+def verdict_of(case, vectors=VECTORS):
+    options = {"now": vectors["now"]}
     verify = case["verify"]
     if "ca" in verify:
-        options["ca_cert_pem"] = VECTORS["certificates"][verify["ca"]]["pem"]
+        options["ca_cert_pem"] = vectors["certificates"][verify["ca"]]["pem"]
     if "revoked" in verify:
         options["revoked"] = verify["revoked"]
     if "args_json" in verify:
