@@ -18,6 +18,7 @@ import { sha256 } from 'multiformats/hashes/sha2'
 import type { MembershipRefusalReason } from '../engine/metrics.js'
 import { CertificateVerifier } from './certificates.js'
 import { noopLogger, type FederationLogger } from './logger.js'
+import { MemberKeeper, type MemberKeeperInit } from './member-keeper.js'
 import { membershipGate, type MembershipGate } from './membership-gate.js'
 import { Membership, MEMBERSHIP_PROTOCOL, type FederationMember, type MembershipRefusal, type NodeRegistration } from './membership.js'
 
@@ -60,6 +61,8 @@ export interface FederationNodeInit {
   heartbeatMs?: number
   /** do not refuse to start with a certificate the federation would reject (tests of intruders) */
   skipSelfCheck?: boolean
+  /** how the node keeps its members (member-keeper.ts; the bootstrap list is `bootstrap`); false: no redials, no presence */
+  memberKeeper?: Omit<MemberKeeperInit, 'bootstrap'> | false
 }
 
 export interface FederationNodeComponents {
@@ -109,6 +112,7 @@ export class FederationNode {
   private readonly gossipHandlers = new Map<string, GossipHandler>()
   private libp2p: Libp2p<Services> | undefined
   private starting: Promise<void> | undefined
+  private keeper: MemberKeeper | undefined
   readonly peerId: string
   readonly self: NodeRegistration
 
@@ -247,6 +251,11 @@ export class FederationNode {
     this.log.info({ peer_id: this.peerId, addrs: this.multiaddrs() }, 'federation node started')
     // bootstrap discovery dials on its own, but without waiting: dial the list now as well
     for (const addr of bootstrapList) void this.dial(addr).catch(() => undefined)
+    // and the keeper dials again whatever did not become a member (or stops being one)
+    if (this.init.memberKeeper !== false) {
+      this.keeper = new MemberKeeper({ bootstrap: bootstrapList, ...this.init.memberKeeper }, { node: this, logger: this.log })
+      this.keeper.start()
+    }
   }
 
   /** A refused peer leaves the DHT routing table and loses its routing-table tag in the peer store. */
@@ -262,6 +271,8 @@ export class FederationNode {
     if (this.starting === undefined) return
     await this.starting.catch(() => undefined)
     this.starting = undefined
+    this.keeper?.stop()
+    this.keeper = undefined
     const node = this.libp2p
     this.libp2p = undefined
     this.membership.detach()
