@@ -13,6 +13,7 @@ import { CertificateVerifier, MembershipError } from './certificates.js'
 import { createChangeAuthenticator } from './change-authenticator.js'
 import { noopLogger, type FederationLogger } from './logger.js'
 import { MemberStatusService } from './member-status.js'
+import { ProviderAnnouncer } from './provider-announcer.js'
 import { createFederationNode, type FederationMember, type FederationNode, type FederationNodeInit, type GossipVerdict, type MembershipRefusal, type NodeRegistration } from './node.js'
 
 export const CATALOG_TOPIC = 'svc/catalog/1'
@@ -88,6 +89,8 @@ export class Federation implements FederationPort {
   private readonly wheelDirStamps = new Map<string, number>()
   private timer: NodeJS.Timeout | undefined
   private readonly memberStatusService: MemberStatusService
+  /** makes the nodes that fetched code its providers (batched, delayed: provider-announcer.ts) */
+  private readonly announcer: ProviderAnnouncer
 
   constructor(init: FederationInit, components: FederationComponents) {
     this.init = init
@@ -101,6 +104,7 @@ export class Federation implements FederationPort {
       onRefused: (refusal) => this.recordRefusal(refusal),
     })
     this.memberStatusService = new MemberStatusService({ node: this.node, replica: this.engine.replication, registered: () => this.registered })
+    this.announcer = new ProviderAnnouncer({}, { provide: (digest, timeoutMs) => this.node.provide(digest, timeoutMs), logger: this.log })
   }
 
   /** A refused peer, counted and audited (the node logged it at warn). */
@@ -152,6 +156,7 @@ export class Federation implements FederationPort {
     await this.node.handleMembers(REGISTER_PROTOCOL, async (request) => this.register(request))
     await this.node.handleMembers(WHEEL_PROTOCOL, async (request) => this.serveWheel(request as { sha256?: unknown }))
     await this.memberStatusService.start()
+    this.announcer.start()
     this.unsubscribe.push(replica.onLocalChange((change) => this.announce(change)))
     this.unsubscribe.push(replica.onConflict((conflict) => {
       const what = conflict.kind === 'branch'
@@ -200,6 +205,7 @@ export class Federation implements FederationPort {
     if (this.timer) clearInterval(this.timer)
     this.timer = undefined
     for (const u of this.unsubscribe.splice(0)) u()
+    await this.announcer.stop()
     if (this.engine.federation === this) this.engine.attachFederation(undefined)
     await Promise.allSettled([...this.syncing.values()])
     await this.node.stop()
@@ -371,10 +377,9 @@ export class Federation implements FederationPort {
    * or its publisher left: nodes that fetched the code serve it too). The first code that hashes
    * to `contentDigest` wins; none → 2001.
    *
-   * Only publishers announce provider records; a node that fetched code does not. Every fetcher
-   * announcing costs a DHT query and an ADD_PROVIDER to each close peer per fetch: on 5 nodes it
-   * took publish → resolvable everywhere from p99 113 ms to 332 ms (deferred by 5–10 s) or 934 ms
-   * (at once). The member scan above still finds the copies.
+   * A publisher announces its provider record at once; a node that fetched code announces itself
+   * too, 5–10 s later and one digest at a time (provider-announcer.ts), so code outlives its
+   * publisher and is found in O(log N) hops; the member scan above stays the last resort.
    */
   async fetchCode(tenant: string, short: string, version: number, contentDigest: string): Promise<string> {
     const fn = await this.engine.replication.localVersion(tenant, short, version)
@@ -390,6 +395,7 @@ export class Federation implements FederationPort {
           this.log.warn({ peer_id: peerId, rufid_short: short, expected: contentDigest, got: digest }, 'provider served code that does not match its digest: refused')
           return undefined
         }
+        this.announcer.enqueue(contentDigest) // this node holds it now (the caller stores it)
         return answer.source_code
       } catch (err) {
         this.log.debug({ peer_id: peerId, err }, 'code fetch failed')
