@@ -211,6 +211,12 @@ export class FederationNode {
       transports: [tcp()],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
+      // libp2p pings every connection every 10 s and aborts it when a ping is not answered within
+      // an adaptive timeout of at least 5 s. On a loaded machine (20 daemons on 2 cores) a member
+      // that is merely slow then loses every connection, again and again. Our ping protocol (the
+      // default is /ipfs/ping, which a node here does not serve), and at least 30 s to answer:
+      // a dead connection is still found within 40 s (and TCP/yamux notice a closed one at once)
+      connectionMonitor: { protocolPrefix: 'svc', pingTimeout: { minTimeout: 30_000, maxTimeout: 60_000 } },
       connectionGater: {
         denyDialMultiaddr: () => false,
         denyDialPeer: denied,
