@@ -61,6 +61,8 @@ export interface FederationNodeInit {
   heartbeatMs?: number
   /** do not refuse to start with a certificate the federation would reject (tests of intruders) */
   skipSelfCheck?: boolean
+  /** inbound connections accepted per second from one remote host (default 25; libp2p's own default is 5) */
+  inboundConnectionsPerHostPerSecond?: number
   /** how the node keeps its members (member-keeper.ts; the bootstrap list is `bootstrap`); false: no redials, no presence */
   memberKeeper?: Omit<MemberKeeperInit, 'bootstrap'> | false
 }
@@ -217,6 +219,10 @@ export class FederationNode {
       // default is /ipfs/ping, which a node here does not serve), and at least 30 s to answer:
       // a dead connection is still found within 40 s (and TCP/yamux notice a closed one at once)
       connectionMonitor: { protocolPrefix: 'svc', pingTimeout: { minTimeout: 30_000, maxTimeout: 60_000 } },
+      // libp2p accepts 5 inbound connections per second per remote host and 10 upgrading at once:
+      // every member of a federation on one machine (or behind one NAT) is one host, and after a
+      // restart or a network blip they all dial at once; refused dials back off for up to 60 s
+      connectionManager: { inboundConnectionThreshold: this.init.inboundConnectionsPerHostPerSecond ?? 25, maxIncomingPendingConnections: 64 },
       connectionGater: {
         denyDialMultiaddr: () => false,
         denyDialPeer: denied,
