@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { postJson, removeDir, ROOT, rssBytes, startProcess, summarize, tempDir } from './lib.js'
+import { postJson, removeDir, ROOT, rssBytes, startProcess, summarize, systemEvents, tempDir } from './lib.js'
 
 const dist = (p) => import(pathToFileURL(join(ROOT, 'dist', p)).href)
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
@@ -89,32 +89,6 @@ class TrafficMeter {
   }
 }
 
-/** A node's /ws system channel: when each replicated function version arrived (performance.now()). */
-async function systemEvents(base, arrived = new Map()) {
-  const { default: WebSocket } = await import('ws')
-  const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/ws`, { headers: { 'x-svc-namespace': 'default' } })
-  ws.on('message', (data) => {
-    let msg
-    try {
-      msg = JSON.parse(String(data))
-    } catch {
-      return
-    }
-    const payload = msg?.payload
-    if (msg?.type !== 'event' || payload?.type !== 'function.created' || typeof payload.rufid !== 'string') return
-    const short = payload.rufid.split(':')[1]
-    if (!arrived.has(short)) arrived.set(short, performance.now())
-  })
-  ws.on('error', () => undefined)
-  await new Promise((resolve, reject) => {
-    ws.once('error', reject)
-    ws.once('open', () => {
-      ws.send(JSON.stringify({ type: 'subscribe', id: 'sys', channel: 'system' }))
-      resolve()
-    })
-  })
-  return { arrived, close: () => ws.terminate() }
-}
 
 const headers = { 'x-svc-namespace': 'default' }
 const getJson = async (url, timeoutMs = 10_000) => {

@@ -269,7 +269,6 @@ const xor = (a, b) => {
   const lo = ((a % 2 ** 24) ^ (b % 2 ** 24)) >>> 0
   return hi * 2 ** 24 + lo
 }
-const commonPrefix = (d) => (d === 0 ? ID_BITS : ID_BITS - Math.floor(Math.log2(d)) - 1)
 
 /** Routing tables sampled lazily: bucket b of node x holds up to k nodes sharing exactly b leading bits with x. */
 function kademlia(n, p, random) {
