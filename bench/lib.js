@@ -274,3 +274,53 @@ export async function postJson(url, body, headers = {}) {
 /** The add function every execution suite runs (JS). */
 export const ADD_JS = { function_name: 'add', signature: '(a, b)', language: 'javascript', source_code: 'function add(a, b) {\n  return a + b\n}\n' }
 export const ADD_PY = { function_name: 'add', signature: '(a, b)', language: 'python', source_code: 'def add(a, b):\n    return a + b\n' }
+
+/**
+ * A daemon's /ws system channel: when each replicated function version arrived there
+ * (`arrived`: short → performance.now(), kept across reconnects when the caller passes its map),
+ * and `next(short, ms)`, which resolves true when it has arrived (false after `ms`).
+ */
+export async function systemEvents(base, arrived = new Map()) {
+  const { default: WebSocket } = await import('ws')
+  const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/ws`, { headers: { 'x-svc-namespace': 'default' } })
+  const waiting = new Map()
+  ws.on('message', (data) => {
+    let msg
+    try {
+      msg = JSON.parse(String(data))
+    } catch {
+      return
+    }
+    const payload = msg?.payload
+    if (msg?.type !== 'event' || payload?.type !== 'function.created' || typeof payload.rufid !== 'string') return
+    const short = payload.rufid.split(':')[1]
+    if (!arrived.has(short)) arrived.set(short, performance.now())
+    waiting.get(short)?.(true)
+  })
+  ws.on('error', () => undefined)
+  await new Promise((resolve, reject) => {
+    ws.once('error', reject)
+    ws.once('open', () => {
+      ws.send(JSON.stringify({ type: 'subscribe', id: 'sys', channel: 'system' }))
+      resolve()
+    })
+  })
+  return {
+    arrived,
+    next(short, ms) {
+      if (arrived.has(short)) return Promise.resolve(true)
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          waiting.delete(short)
+          resolve(false)
+        }, ms)
+        waiting.set(short, (v) => {
+          clearTimeout(timer)
+          waiting.delete(short)
+          resolve(v)
+        })
+      })
+    },
+    close: () => ws.terminate(),
+  }
+}

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { ClassicLevel } from 'classic-level'
 import {
   ADD_JS, ADD_PY, ROOT, postJson, ratio, removeDir, rssBytes, runLoad, startDaemon, startPeer, startProcess, summarize,
-  tempDir, timeLoop, timeLoopSync,
+  systemEvents, tempDir, timeLoop, timeLoopSync,
 } from './lib.js'
 
 const dist = (p) => import(join(ROOT, 'dist', p))
@@ -698,50 +698,6 @@ async function daemonFederationSync({ smoke, log, out }) {
  * function.created event of that short RUFID arrives (or arrived since the subscription), false
  * after `ms`.
  */
-async function systemEvents(base) {
-  const { default: WebSocket } = await import('ws')
-  const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/ws`)
-  const seen = new Set()
-  const waiting = new Map()
-  ws.on('message', (data) => {
-    let msg
-    try {
-      msg = JSON.parse(String(data))
-    } catch {
-      return
-    }
-    const payload = msg?.payload
-    if (msg?.type !== 'event' || payload?.type !== 'function.created' || typeof payload.rufid !== 'string') return
-    const short = payload.rufid.split(':')[1]
-    seen.add(short)
-    waiting.get(short)?.(true)
-  })
-  await new Promise((resolve, reject) => {
-    ws.once('error', reject)
-    ws.once('open', () => {
-      ws.send(JSON.stringify({ type: 'subscribe', id: 'sys', channel: 'system' }))
-      resolve()
-    })
-  })
-  return {
-    next(short, ms) {
-      if (seen.has(short)) return Promise.resolve(true)
-      return new Promise((resolve) => {
-        const timer = setTimeout(() => {
-          waiting.delete(short)
-          resolve(false)
-        }, ms)
-        waiting.set(short, (v) => {
-          clearTimeout(timer)
-          waiting.delete(short)
-          resolve(v)
-        })
-      })
-    },
-    close: () => ws.close(),
-  }
-}
-
 /**
  * Issue 18's local goal: a deterministic function's call answered from the node's result cache
  * (REST execute of `add` declared `"deterministic": true`, the same arguments every time: every

@@ -107,6 +107,7 @@ export const configSchema = z.object({
   }).strict(),
   execution: z.object({
     workers: z.number().int().min(1).max(64),
+    workers_on_demand: z.boolean(),
     max_warm_isolates_per_worker: z.number().int().min(1),
     queue_limit: z.number().int().min(0),
     max_log_bytes: z.number().int().min(0),
@@ -155,6 +156,7 @@ const ENV: Array<[string, string[], 'string' | 'int' | 'boolean']> = [
   ['SVC_JWT_AUDIENCE', ['auth', 'jwt', 'audience'], 'string'],
   ['SVC_SANDBOX_WORKERS', ['execution', 'workers'], 'int'],
   ['SVC_SANDBOX_OS_ISOLATION', ['execution', 'os_isolation'], 'string'],
+  ['SVC_SANDBOX_WORKERS_ON_DEMAND', ['execution', 'workers_on_demand'], 'boolean'],
   ['SVC_MARKETPLACE_MAX_INDEXED_FUNCTIONS', ['marketplace', 'max_indexed_functions'], 'int'],
   ['SVC_PYTHON_WHEELHOUSE', ['execution', 'python', 'wheelhouse'], 'string'],
 ]

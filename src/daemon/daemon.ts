@@ -95,6 +95,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
   const osIsolation = wallFor(config, env, wheelDirs, logger)
   const sandbox = createSandbox({
     workers: x.workers,
+    startOnDemand: x.workers_on_demand,
     maxWarmIsolatesPerWorker: x.max_warm_isolates_per_worker,
     maxLogBytes: x.max_log_bytes,
     queueLimit: x.queue_limit,

@@ -5,6 +5,7 @@ import type { FunctionRegistry } from '../engine/registry/function-registry.js'
 import type { CatalogReplica } from '../engine/replication/catalog-replica.js'
 import type { FederatedDiscovery } from '../engine/replication/federation-port.js'
 import type { FunctionVersion, Principal } from '../engine/types.js'
+import { ProviderAnnouncer } from './provider-announcer.js'
 import { noopLogger, type FederationLogger } from './logger.js'
 import type { FederationNode } from './node.js'
 
@@ -47,8 +48,12 @@ export class CodeProvider {
    */
   private readonly holders = new Map<string, string>()
 
+  /** makes this node a provider of the code it fetched (batched, delayed: provider-announcer.ts) */
+  private readonly announcer: ProviderAnnouncer
+
   constructor(private readonly c: CodeProviderComponents) {
     this.log = c.logger ?? noopLogger
+    this.announcer = new ProviderAnnouncer({}, { provide: (digest, timeoutMs) => c.node.provide(digest, timeoutMs), logger: this.log })
   }
 
   async start(): Promise<void> {
@@ -58,10 +63,12 @@ export class CodeProvider {
       if (node.started && change.kind !== 'branch' && change.op === 'added') void this.provide(change.fn.content_digest)
     }))
     void this.provideAll()
+    this.announcer.start()
   }
 
   async stop(): Promise<void> {
     for (const u of this.unsubscribe.splice(0)) u()
+    await this.announcer.stop()
     await this.c.node.unhandle(CODE_PROTOCOL)
   }
 
@@ -107,10 +114,9 @@ export class CodeProvider {
    * or its publisher left: nodes that fetched the code serve it too). The first code that hashes
    * to `contentDigest` wins; none → 2001.
    *
-   * Only publishers announce provider records; a node that fetched code does not. Every fetcher
-   * announcing costs a DHT query and an ADD_PROVIDER to each close peer per fetch: on 5 nodes it
-   * took publish → resolvable everywhere from p99 113 ms to 332 ms (deferred by 5–10 s) or 934 ms
-   * (at once). The member scan above still finds the copies.
+   * A publisher announces its provider record at once; a node that fetched code announces itself
+   * too, 5–10 s later and one digest at a time (provider-announcer.ts), so code outlives its
+   * publisher and is found in O(log N) hops; the member scan above stays the last resort.
    */
   async fetchCode(tenant: string, short: string, version: number, contentDigest: string): Promise<string> {
     const { node } = this.c
@@ -127,6 +133,7 @@ export class CodeProvider {
           this.log.warn({ peer_id: peerId, rufid_short: short, expected: contentDigest, got: digest }, 'provider served code that does not match its digest: refused')
           return undefined
         }
+        this.announcer.enqueue(contentDigest) // this node holds it now (the caller stores it)
         return answer.source_code
       } catch (err) {
         this.log.debug({ peer_id: peerId, err }, 'code fetch failed')

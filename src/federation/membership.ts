@@ -264,6 +264,16 @@ export class Membership {
         // the connection the exchange ran on closed under it while another is open (a duplicate
         // connection pruned): once more on another one, within the same deadline
         if (reason === 'stream_reset' && attempt === 0 && !deadline.aborted && this.connected(peerId)) continue
+        if (this.slowNotHostile(peerId, reason)) {
+          // it proved itself on its own exchange meanwhile: a member
+          const member = this.membersById.get(peerId)
+          if (member) return member
+          // a member we verified before, too slow this time (a loaded machine, a restart): not refused;
+          // disconnected, and dialled again later (member-keeper.ts)
+          this.log.info({ peer_id: peerId, reason, detail: (err as Error).message }, 'membership exchange with a known member failed: disconnected, not refused')
+          await node.hangUp(peer).catch(() => undefined)
+          return undefined
+        }
         await this.refuse(peerId, reason, (err as Error).message)
         return undefined
       }
@@ -279,7 +289,10 @@ export class Membership {
       this.check(peerId, parse(await lp.read({ signal: deadline })))
     } catch (err) {
       stream.abort(err as Error)
-      if (!this.stopping && this.node !== undefined) await this.refuse(peerId, reasonOf(err, deadline), (err as Error).message)
+      const reason = reasonOf(err, deadline)
+      // a known member slow to send its registration: our own exchange with it decides (see prove)
+      if (this.slowNotHostile(peerId, reason)) return
+      if (!this.stopping && this.node !== undefined) await this.refuse(peerId, reason, (err as Error).message)
       return
     }
     try {
@@ -289,6 +302,18 @@ export class Membership {
       // the peer is verified; if it did not get our answer, its side of the exchange decides
       stream.abort(err as Error)
     }
+  }
+
+  /**
+   * Whether an exchange that ran out of time or was reset concerns a peer that is a member (it
+   * proved itself on the exchange it opened) or whose certificate this node verified before (a
+   * restarted member, or a member on a machine too loaded to answer in time). Such a peer is not
+   * refused: refusing would deny a legitimate member for the whole back-off, and both sides of a
+   * loaded federation would keep refusing each other. A peer never verified is refused as before.
+   */
+  private slowNotHostile(peerId: string, reason: MembershipRefusalReason): boolean {
+    if (reason !== 'timeout' && reason !== 'stream_reset') return false
+    return this.wasVerified(peerId)
   }
 
   /** Checks a registration claimed by `peerId` (whose identity Noise proved) and admits the peer. Throws the refusal. */

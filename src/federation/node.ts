@@ -18,6 +18,7 @@ import { sha256 } from 'multiformats/hashes/sha2'
 import type { MembershipRefusalReason } from '../engine/metrics.js'
 import { CertificateVerifier } from './certificates.js'
 import { noopLogger, type FederationLogger } from './logger.js'
+import { MemberKeeper, type MemberKeeperInit } from './member-keeper.js'
 import { membershipGate, type MembershipGate } from './membership-gate.js'
 import { Membership, MEMBERSHIP_PROTOCOL, type FederationMember, type MembershipRefusal, type NodeRegistration } from './membership.js'
 
@@ -60,6 +61,10 @@ export interface FederationNodeInit {
   heartbeatMs?: number
   /** do not refuse to start with a certificate the federation would reject (tests of intruders) */
   skipSelfCheck?: boolean
+  /** inbound connections accepted per second from one remote host (default 25; libp2p's own default is 5) */
+  inboundConnectionsPerHostPerSecond?: number
+  /** how the node keeps its members (member-keeper.ts; the bootstrap list is `bootstrap`); false: no redials, no presence */
+  memberKeeper?: Omit<MemberKeeperInit, 'bootstrap'> | false
 }
 
 export interface FederationNodeComponents {
@@ -111,6 +116,7 @@ export class FederationNode {
   private listeningToGossip = false
   private libp2p: Libp2p<Services> | undefined
   private starting: Promise<void> | undefined
+  private keeper: MemberKeeper | undefined
   readonly peerId: string
   readonly self: NodeRegistration
 
@@ -209,6 +215,16 @@ export class FederationNode {
       transports: [tcp()],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
+      // libp2p pings every connection every 10 s and aborts it when a ping is not answered within
+      // an adaptive timeout of at least 5 s. On a loaded machine (20 daemons on 2 cores) a member
+      // that is merely slow then loses every connection, again and again. Our ping protocol (the
+      // default is /ipfs/ping, which a node here does not serve), and at least 30 s to answer:
+      // a dead connection is still found within 40 s (and TCP/yamux notice a closed one at once)
+      connectionMonitor: { protocolPrefix: 'svc', pingTimeout: { minTimeout: 30_000, maxTimeout: 60_000 } },
+      // libp2p accepts 5 inbound connections per second per remote host and 10 upgrading at once:
+      // every member of a federation on one machine (or behind one NAT) is one host, and after a
+      // restart or a network blip they all dial at once; refused dials back off for up to 60 s
+      connectionManager: { inboundConnectionThreshold: this.init.inboundConnectionsPerHostPerSecond ?? 25, maxIncomingPendingConnections: 64 },
       connectionGater: {
         denyDialMultiaddr: () => false,
         denyDialPeer: denied,
@@ -249,6 +265,11 @@ export class FederationNode {
     this.log.info({ peer_id: this.peerId, addrs: this.multiaddrs() }, 'federation node started')
     // bootstrap discovery dials on its own, but without waiting: dial the list now as well
     for (const addr of bootstrapList) void this.dial(addr).catch(() => undefined)
+    // and the keeper dials again whatever did not become a member (or stops being one)
+    if (this.init.memberKeeper !== false) {
+      this.keeper = new MemberKeeper({ bootstrap: bootstrapList, ...this.init.memberKeeper }, { node: this, logger: this.log })
+      this.keeper.start()
+    }
   }
 
   /** A refused peer leaves the DHT routing table and loses its routing-table tag in the peer store. */
@@ -264,6 +285,8 @@ export class FederationNode {
     if (this.starting === undefined) return
     await this.starting.catch(() => undefined)
     this.starting = undefined
+    this.keeper?.stop()
+    this.keeper = undefined
     const node = this.libp2p
     this.libp2p = undefined
     this.listeningToGossip = false

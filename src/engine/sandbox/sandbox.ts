@@ -104,6 +104,7 @@ class SandboxPool implements Sandbox {
     }
     return new Promise<SandboxOutcome>((resolve, reject) => {
       this.queue.push({ job: prepared.job, retries: 0, resolve, reject })
+      this.spawnOnDemand()
       this.pump()
     })
   }
@@ -139,6 +140,12 @@ class SandboxPool implements Sandbox {
   }
 
   private async launch(): Promise<void> {
+    if (this.init.startOnDemand) {
+      // the first execute() spawns the workers (spawnOnDemand)
+      this.state = 'running'
+      this.init.logger?.info({ workers: this.init.workers }, 'sandbox started (workers start on the first execution)')
+      return
+    }
     const spawned = Array.from({ length: this.init.workers }, () => this.spawn())
     try {
       await Promise.all(spawned.map((w) => w.ready))
@@ -201,6 +208,12 @@ class SandboxPool implements Sandbox {
       if (this.state === 'running' || this.state === 'starting') this.respawn()
     }, delay)
     this.respawnTimers.add(timer)
+  }
+
+  /** With `startOnDemand`, the first call starts the pool (a failed start is retried by onWorkerExit). */
+  private spawnOnDemand(): void {
+    if (!this.init.startOnDemand || this.workers.size > 0 || this.respawnTimers.size > 0) return
+    for (let i = 0; i < this.init.workers; i++) this.respawn()
   }
 
   private respawn(): void {

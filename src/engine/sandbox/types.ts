@@ -157,6 +157,12 @@ export interface SandboxLogger {
 export interface SandboxInit {
   /** Number of worker processes. */
   workers: number
+  /**
+   * Start the workers on the first execution instead of in `start()` (default false). An idle node
+   * then costs no worker processes (about 50 MB each) and starts faster; its first execution waits
+   * for the workers to start (a few hundred ms). For many nodes on one machine (cluster.sh).
+   */
+  startOnDemand?: boolean
   /** Warm isolates each worker keeps (LRU); evicted isolates are disposed. */
   maxWarmIsolatesPerWorker: number
   /** Cap on captured console output per execution, in UTF-8 bytes. */

@@ -157,6 +157,21 @@ describe('lifecycle', () => {
     expect((await sandbox.execute(request())).result).toBe(5)
   })
 
+  it('startOnDemand: no worker until the first call; concurrent first calls share one start; stop() kills them', async () => {
+    const sandbox = await open({ workers: 2, startOnDemand: true })
+    expect(sandbox.stats()).toMatchObject({ running: true, readyWorkers: 0, perWorker: [] })
+    const outs = await Promise.all([sandbox.execute(request()), sandbox.execute(request()), sandbox.execute(request())])
+    for (const out of outs) expect(out).toMatchObject({ status: 'success', result: 5 })
+    await waitFor(() => sandbox.stats().readyWorkers === 2)
+    await sleep(200)
+    expect(sandbox.stats().perWorker).toHaveLength(2) // one start for all three calls
+    expect(sandbox.stats().restarts).toBe(0)
+    const pids = sandbox.stats().perWorker.map((w) => w.pid)
+    await sandbox.stop()
+    for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow()
+    expect(errorCode(await sandbox.execute(request()).catch((e: unknown) => e))).toBe(1010)
+  })
+
   it('leaves nothing behind: a process that stops its sandbox exits by itself', async () => {
     const fixture = fileURLToPath(new URL('./fixtures/exit-after-stop.ts', import.meta.url))
     const { stdout } = await promisify(execFile)(process.execPath, ['--no-node-snapshot', '--import', 'tsx', fixture], {

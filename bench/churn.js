@@ -1,0 +1,499 @@
+#!/usr/bin/env node
+// Federation under churn (issue 17): N real svc-node daemons on loopback; for a bounded time it
+// publishes and executes on random nodes while a quarter of the nodes leave and come back (same
+// identity), leave for good, or join fresh (a new identity and a new certificate from the
+// federation CA). Prints a table and writes JSON.
+//
+//   node bench/churn.js [--nodes=20] [--seconds=120] [--out=bench/results/churn-20.json]
+//
+// Needs `npm run build`. Every daemon is stopped on exit (bench/lib.js kills what it started).
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { postJson, removeDir, ROOT, rssBytes, startProcess, summarize, systemEvents, tempDir } from './lib.js'
+
+const dist = (p) => import(pathToFileURL(join(ROOT, 'dist', p)).href)
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+const pick = (list) => list[Math.floor(Math.random() * list.length)]
+const round = (v, d = 1) => (v == null ? null : Math.round(v * 10 ** d) / 10 ** d)
+
+/** A TCP port free right now on 127.0.0.1 (a node keeps it across restarts, as an operator's node does). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+/** Children pids of a pid (the sandbox workers of a daemon). */
+function childPids(pid) {
+  try {
+    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** RSS of a daemon and of its workers (bytes). */
+function memoryOf(pid) {
+  const daemon = rssBytes(pid) ?? 0
+  const workers = childPids(pid).reduce((n, p) => n + (rssBytes(p) ?? 0), 0)
+  return { daemon, workers, total: daemon + workers }
+}
+
+/**
+ * Bytes sent on libp2p connections, per daemon pid, from the kernel's TCP counters (`ss -ti`):
+ * sampled, each socket's highest count kept, so a socket that closes keeps what it sent until
+ * the sample before it closed.
+ */
+class TrafficMeter {
+  constructor() {
+    this.sockets = new Map() // `${pid} ${local} ${peer}` → bytes_sent
+    this.p2pPorts = new Set()
+  }
+
+  sample() {
+    let text = ''
+    try {
+      text = execFileSync('ss', ['-tinpH', 'state', 'established'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+    } catch {
+      return
+    }
+    const lines = text.split('\n')
+    for (let i = 0; i < lines.length - 1; i++) {
+      const head = /^\S*\s*\d+\s+\d+\s+127\.0\.0\.1:(\d+)\s+127\.0\.0\.1:(\d+)\s+users:\(\("[^"]*",pid=(\d+)/.exec(lines[i])
+      if (!head) continue
+      const sent = /bytes_sent:(\d+)/.exec(lines[i + 1])
+      const [, local, peer, pid] = head
+      if (!this.p2pPorts.has(Number(local)) && !this.p2pPorts.has(Number(peer))) continue
+      const key = `${pid} ${local} ${peer}`
+      const bytes = sent ? Number(sent[1]) : 0
+      if (bytes > (this.sockets.get(key) ?? 0)) this.sockets.set(key, bytes)
+    }
+  }
+
+  /** pid → bytes sent so far */
+  totals() {
+    const out = new Map()
+    for (const [key, bytes] of this.sockets) {
+      const pid = Number(key.split(' ')[0])
+      out.set(pid, (out.get(pid) ?? 0) + bytes)
+    }
+    return out
+  }
+}
+
+
+const headers = { 'x-svc-namespace': 'default' }
+const getJson = async (url, timeoutMs = 10_000) => {
+  const res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) })
+  return { status: res.status, body: await res.json().catch(() => ({})) }
+}
+const post = (url, body) => postJson(url, body, headers)
+
+/**
+ * Runs the churn scenario; resolves the report. Options: nodes, seconds (the churn phase),
+ * churnFraction (nodes affected, default 1/4), publishEveryMs, log.
+ */
+export async function runChurn(options = {}) {
+  const n = options.nodes ?? 20
+  const seconds = options.seconds ?? 120
+  const churnFraction = options.churnFraction ?? 0.25
+  const publishEveryMs = options.publishEveryMs ?? 1_000
+  const log = options.log ?? ((m) => process.stderr.write(`[churn] ${m}\n`))
+  const membershipTimeoutMs = options.membershipTimeoutMs ?? 15_000
+  const { createFederationCa, issueNodeCertificate, writeCa, writeNodeCertificate } = await dist('federation/certificates.js')
+  const { loadOrCreatePeerIdentity } = await dist('federation/identity.js')
+  const { computeRufid } = await dist('core/rufid.js')
+
+  const root = tempDir('svc-churn-')
+  const ca = createFederationCa({ name: 'svc churn federation' })
+  const { certFile: caFile } = await writeCa(join(root, 'ca'), ca)
+  const meter = new TrafficMeter()
+  const all = [] // every node ever made
+  let made = 0
+  const live = () => all.filter((x) => x.proc && x.ready)
+  const report = {
+    nodes: n, churn_seconds: seconds, churn_fraction: churnFraction, started_at: new Date().toISOString(),
+    machine: { load_average_at_start: (await import('node:os')).loadavg().map((v) => round(v, 2)), cpus: (await import('node:os')).cpus().length },
+  }
+
+  const makeNode = async () => {
+    const name = `node${++made}`
+    const dataDir = join(root, name)
+    mkdirSync(dataDir, { recursive: true })
+    const { peerId } = await loadOrCreatePeerIdentity(dataDir)
+    await writeNodeCertificate(join(dataDir, 'cert'), issueNodeCertificate(ca, peerId), ca.certPem)
+    const p2pPort = await freePort()
+    meter.p2pPorts.add(p2pPort)
+    const node = {
+      name, dataDir, peerId, p2pPort, addr: `/ip4/127.0.0.1/tcp/${p2pPort}/p2p/${peerId}`, configFile: join(root, `${name}.json`), proc: undefined, ready: false,
+      arrived: new Map(), // function short → when its replicated version reached this node (across restarts)
+      downs: [], // [from, to] when the node was stopped
+    }
+    all.push(node)
+    return node
+  }
+
+  const startNode = async (node, bootstrap) => {
+    writeFileSync(node.configFile, JSON.stringify({
+      rate_limits: { per_key: { points: 0, window_s: 1 }, per_tenant: { points: 0, window_s: 1 }, per_ip_unauthenticated: { points: 0, window_s: 1 } },
+      federation: {
+        enabled: true, listen: [`/ip4/127.0.0.1/tcp/${node.p2pPort}`], bootstrap, ca_file: caFile, cert_file: join(node.dataDir, 'cert', 'node.crt'),
+        sync_interval_ms: 1000, membership_timeout_ms: membershipTimeoutMs,
+      },
+    }))
+    const p = await startProcess('unpinned', [join(ROOT, 'bin/svc-node.js'), 'start'], {
+      env: {
+        API_HOST: '127.0.0.1', API_PORT: '0', GRPC_PORT: '0', SVC_DATA_DIR: node.dataDir, SVC_CONFIG: node.configFile,
+        LOG_FORMAT: 'json', LOG_LEVEL: 'info', AUTH_PROVIDER: 'none', SVC_SANDBOX_WORKERS: '1', SVC_SANDBOX_WORKERS_ON_DEMAND: 'true',
+      },
+      timeoutMs: 180_000,
+      ready: (line) => {
+        if (!line.includes('svc-node listening')) return undefined
+        return JSON.parse(line).url
+      },
+    })
+    node.proc = p
+    node.pid = p.pid
+    node.base = p.value.replace(/\/+$/, '')
+    node.events = await systemEvents(node.base, node.arrived)
+    const down = node.downs[node.downs.length - 1]
+    if (down && down[1] === Infinity) down[1] = performance.now()
+    node.ready = true
+    node.startedAt = performance.now()
+  }
+
+  const stopNode = async (node) => {
+    if (node.proc) node.downs.push([performance.now(), Infinity])
+    node.ready = false
+    node.events?.close()
+    await node.proc?.stop()
+    node.proc = undefined
+  }
+
+  /** Whether every live node lists every live node (connected members). */
+  const formedNow = async () => {
+    const nodes = live()
+    const ids = new Set(nodes.map((x) => x.peerId))
+    const lists = await Promise.all(nodes.map((x) => getJson(`${x.base}/api/v1/federation/nodes`).catch(() => ({ body: {} }))))
+    const counts = lists.map((l) => (Array.isArray(l.body.nodes) ? l.body.nodes.filter((m) => ids.has(m.node_id) && (m.self || m.verified_at !== null)).length : 0))
+    return { ok: counts.every((k) => k === nodes.length), counts }
+  }
+  const waitFormed = async (limitMs) => {
+    const t = performance.now()
+    let last
+    while (performance.now() - t < limitMs) {
+      last = await formedNow()
+      if (last.ok) return { ms: round(performance.now() - t, 0), counts: last.counts }
+      await sleep(500)
+    }
+    return { ms: null, counts: last?.counts }
+  }
+
+  const digestsNow = async () => {
+    const answers = await Promise.all(live().map((x) => getJson(`${x.base}/api/v1/federation/catalog/digest`).catch(() => ({ body: {} }))))
+    return answers.map((a) => a.body.digest ?? null)
+  }
+
+  const sampler = setInterval(() => meter.sample(), 1_000)
+  sampler.unref()
+  try {
+    // ---- formation -------------------------------------------------------------------------
+    const first = []
+    for (let i = 0; i < n; i++) first.push(await makeNode())
+    const t0 = performance.now()
+    // in waves of 4 (as scripts/cluster.sh): 20 daemons starting at once on 2 cores starve each other
+    for (let i = 0; i < n; i += 4) {
+      await Promise.all(first.slice(i, i + 4).map((node) => startNode(node, first.filter((o) => o !== node).map((o) => o.addr))))
+      log(`started ${Math.min(n, i + 4)} of ${n} nodes`)
+    }
+    report.start_all_ms = round(performance.now() - t0, 0)
+    const formed = await waitFormed(300_000)
+    report.formation = { every_node_lists_all_ms_after_last_start: formed.ms, listed: formed.counts }
+    log(`formation: ${JSON.stringify(report.formation)}`)
+    if (formed.ms === null) throw new Error(`the ${n} nodes did not all list each other within 300 s: ${JSON.stringify(formed.counts)}`)
+    await sleep(3_000)
+    const idle = live().map((x) => memoryOf(x.pid))
+    report.memory_idle_per_node_mb = {
+      daemon_mean: round(idle.reduce((s, m) => s + m.daemon, 0) / idle.length / 2 ** 20),
+      daemon_max: round(Math.max(...idle.map((m) => m.daemon)) / 2 ** 20),
+      workers_mean: round(idle.reduce((s, m) => s + m.workers, 0) / idle.length / 2 ** 20),
+    }
+
+    // ---- traffic: idle, then per change without churn ----------------------------------------
+    const trafficSum = () => {
+      const totals = meter.totals()
+      return live().reduce((s, x) => s + (totals.get(x.pid) ?? 0), 0)
+    }
+    meter.sample()
+    const idleFrom = { bytes: trafficSum(), t: performance.now() }
+    await sleep(10_000)
+    meter.sample()
+    const idleRate = (trafficSum() - idleFrom.bytes) / ((performance.now() - idleFrom.t) / 1000) // bytes/s, all nodes
+    report.traffic_idle_bytes_per_node_per_s = round(idleRate / live().length, 0)
+
+    const changing = new Set() // nodes being stopped, restarted or started by the churn
+    const runTag = Date.now().toString(36)
+    let seq = 0
+    const published = [] // { short, version, publisher, at, holders:Set<name>, targets }
+    const publish = async (from) => {
+      const name = `churn_${runTag}_${seq++}`
+      const def = { function_name: name, signature: '(a, b)', language: 'javascript', source_code: `function ${name}(a, b) {\n  return a + b\n}\n` }
+      const short = computeRufid(def).rufid_short
+      const targets = live().filter((x) => x !== from && !changing.has(x.name)).map((x) => x.name)
+      const at = performance.now()
+      const created = await post(`${from.base}/api/v1/functions/create`, def).catch((err) => ({ status: 0, body: { err: String(err) } }))
+      if (created.status !== 201) return undefined
+      const entry = { short, version: created.body.version, publisher: from.name, at, holders: new Set([from.name]), targets }
+      published.push(entry)
+      return entry
+    }
+    /**
+     * Publish → visible on every node that was up at the publish and stayed up for the next 10 s
+     * (a node that stopped meanwhile gets it by sync when it is back: the digests show that).
+     */
+    const STABLE_MS = 10_000
+    const stableFor = (node, at) => !node.downs.some(([from, to]) => from < at + STABLE_MS && to > at)
+    const visibleAll = (entry) => {
+      let latest = 0
+      for (const name of entry.targets) {
+        const node = all.find((x) => x.name === name)
+        if (!stableFor(node, entry.at)) continue
+        const t = node.arrived.get(entry.short)
+        if (t === undefined) return undefined
+        latest = Math.max(latest, t - entry.at)
+      }
+      return latest
+    }
+    meter.sample()
+    const burstFrom = { bytes: trafficSum(), t: performance.now() }
+    const burst = []
+    for (let i = 0; i < 20; i++) {
+      const e = await publish(pick(live()))
+      if (e) burst.push(e)
+      await sleep(250)
+    }
+    const burstDeadline = performance.now() + 10_000
+    while (performance.now() < burstDeadline && burst.some((e) => visibleAll(e) === undefined)) await sleep(100)
+    await sleep(2_000)
+    meter.sample()
+    const burstBytes = trafficSum() - burstFrom.bytes - idleRate * ((performance.now() - burstFrom.t) / 1000)
+    report.traffic_per_change_bytes_per_node = round(burstBytes / burst.length / live().length, 0)
+    const burstLat = burst.map(visibleAll).filter((v) => v !== undefined)
+    report.no_churn_publish_to_visible_everywhere = { ...summarize(burstLat), of: burst.length }
+    log(`traffic: idle ${report.traffic_idle_bytes_per_node_per_s} B/s/node, ${report.traffic_per_change_bytes_per_node} B/change/node; publish→visible p50 ${report.no_churn_publish_to_visible_everywhere.p50_ms} ms`)
+
+    // ---- churn -------------------------------------------------------------------------------
+    const affected = Math.max(3, Math.round(n * churnFraction))
+    const actions = Array.from({ length: affected }, (_, i) => ['restart', 'leave', 'join'][i % 3])
+    const churnLog = []
+    const executions = [] // { ok, ms, orphan }
+    const discovers = [] // { ms, found }
+    let running = true
+    const churnStart = performance.now()
+    const churnEnd = churnStart + seconds * 1000
+    const left = new Set() // names that left for good
+    const stable = () => live().filter((x) => !changing.has(x.name))
+
+    const executeOn = async (node, entry) => {
+      const t = performance.now()
+      const r = await post(`${node.base}/api/v1/functions/${entry.short}/execute`, { arguments: { a: 2, b: 3 } }).catch((err) => ({ status: 0, body: { err: String(err) } }))
+      const ok = r.status === 200 && r.body.result === 5
+      if (ok) entry.holders.add(node.name)
+      return { ok, ms: performance.now() - t, status: r.status, code: r.body?.error?.code ?? r.body?.code }
+    }
+    const holderAlive = (entry) => [...entry.holders].some((h) => live().some((x) => x.name === h))
+
+    const publisher = (async () => {
+      while (running && performance.now() < churnEnd) {
+        const from = pick(stable())
+        if (from) {
+          const e = await publish(from)
+          // a second holder on another node after a moment (as a caller elsewhere would)
+          if (e) {
+            setTimeout(() => {
+              const other = pick(stable().filter((x) => x.name !== e.publisher))
+              if (other && running) void executeOn(other, e).then((r) => executions.push({ ...r, kind: 'second_holder' }))
+            }, 1_500).unref()
+          }
+        }
+        await sleep(publishEveryMs)
+      }
+    })()
+    const executor = (async () => {
+      while (running && performance.now() < churnEnd) {
+        const candidates = published.filter(holderAlive)
+        const node = pick(stable())
+        if (candidates.length && node) {
+          const e = pick(candidates)
+          const r = await executeOn(node, e)
+          executions.push({ ...r, kind: 'random' })
+        }
+        await sleep(400)
+      }
+    })()
+    const discoverer = (async () => {
+      while (running && performance.now() < churnEnd) {
+        const node = pick(stable())
+        const e = pick(published.filter(holderAlive))
+        if (node && e) {
+          const t = performance.now()
+          const r = await getJson(`${node.base}/api/v1/federation/discover/${e.short}`).catch(() => ({ status: 0, body: {} }))
+          discovers.push({ ms: performance.now() - t, ok: r.status === 200, found: (r.body.nodes ?? []).length > 0 })
+        }
+        await sleep(1_000)
+      }
+    })()
+    const churner = (async () => {
+      for (let i = 0; i < actions.length; i++) {
+        const at = churnStart + seconds * 1000 * (0.1 + (0.6 * i) / Math.max(1, actions.length - 1))
+        while (performance.now() < at) await sleep(200)
+        const action = actions[i]
+        const t = performance.now()
+        if (action === 'join') {
+          const node = await makeNode()
+          changing.add(node.name)
+          const boot = [...new Set(Array.from({ length: 3 }, () => pick(stable())))].map((x) => x.addr)
+          await startNode(node, boot)
+          changing.delete(node.name)
+          churnLog.push({ action, node: node.name, at_s: round((t - churnStart) / 1000), took_ms: round(performance.now() - t, 0) })
+        } else {
+          // prefer a node that published something (its code must outlive it when it leaves for good)
+          const publishers = new Set(published.map((e) => e.publisher))
+          const victims = stable().filter((x) => x.name !== 'node1')
+          const victim = pick(victims.filter((x) => publishers.has(x.name))) ?? pick(victims)
+          changing.add(victim.name)
+          await stopNode(victim)
+          if (action === 'leave') {
+            left.add(victim.name)
+            churnLog.push({ action, node: victim.name, at_s: round((t - churnStart) / 1000), published: published.filter((e) => e.publisher === victim.name).length })
+          } else {
+            await sleep(5_000)
+            await startNode(victim, stable().filter((x) => x !== victim).slice(0, 5).map((x) => x.addr))
+            churnLog.push({ action, node: victim.name, at_s: round((t - churnStart) / 1000), down_ms: round(performance.now() - t, 0) })
+          }
+          changing.delete(victim.name)
+        }
+        log(`churn: ${JSON.stringify(churnLog[churnLog.length - 1])}`)
+      }
+    })()
+    await Promise.all([publisher, executor, discoverer, churner])
+    running = false
+    const churnStopped = performance.now()
+    report.churn_events = churnLog
+    meter.sample()
+
+    // ---- after churn: digests, formation, availability ----------------------------------------
+    let digestsEqualMs = null
+    let lastDigests
+    while (performance.now() - churnStopped < 120_000) {
+      lastDigests = await digestsNow()
+      if (lastDigests.every((d) => d !== null && d === lastDigests[0])) {
+        digestsEqualMs = round(performance.now() - churnStopped, 0)
+        break
+      }
+      await sleep(250)
+    }
+    report.after_churn_digests_equal_ms = digestsEqualMs
+    if (digestsEqualMs === null) report.after_churn_digests = lastDigests
+    const reformed = await waitFormed(120_000)
+    report.after_churn_every_node_lists_all_ms = reformed.ms
+    report.after_churn_listed = reformed.counts
+
+    const churnPublished = published.filter((e) => e.at >= churnStart)
+    const lat = churnPublished.map(visibleAll).filter((v) => v !== undefined)
+    report.churn_publish_to_visible_everywhere = { ...summarize(lat), of: churnPublished.length, visible_everywhere: lat.length }
+    report.churn_executions = {
+      ...summarize(executions.filter((e) => e.ok).map((e) => e.ms)), attempts: executions.length, ok: executions.filter((e) => e.ok).length,
+      failures: executions.filter((e) => !e.ok).slice(0, 10).map((e) => ({ status: e.status, code: e.code, kind: e.kind })),
+    }
+    report.churn_discover = { ...summarize(discovers.filter((d) => d.ok).map((d) => d.ms)), attempts: discovers.length, found: discovers.filter((d) => d.found).length }
+
+    // every function with a holder alive, executed on a live node that does not hold it (a fetch)
+    const availability = { functions: published.length, with_live_holder: 0, executed: 0, first_try: 0, orphaned_by_publisher: 0, orphaned_executed: 0, failures: [] }
+    for (const e of published) {
+      if (!holderAlive(e)) continue
+      availability.with_live_holder++
+      const orphan = left.has(e.publisher)
+      if (orphan) availability.orphaned_by_publisher++
+      const node = pick(live().filter((x) => !e.holders.has(x.name))) ?? pick(live())
+      let r = await executeOn(node, e)
+      if (r.ok) availability.first_try++
+      else {
+        await sleep(2_000)
+        r = await executeOn(node, e)
+      }
+      if (r.ok) {
+        availability.executed++
+        if (orphan) availability.orphaned_executed++
+      } else availability.failures.push({ short: e.short, node: node.name, status: r.status, code: r.code })
+    }
+    report.availability_after_churn = availability
+    const mem = live().map((x) => memoryOf(x.pid))
+    report.memory_after_per_node_mb = {
+      daemon_mean: round(mem.reduce((s, m) => s + m.daemon, 0) / mem.length / 2 ** 20),
+      daemon_max: round(Math.max(...mem.map((m) => m.daemon)) / 2 ** 20),
+      workers_mean: round(mem.reduce((s, m) => s + m.workers, 0) / mem.length / 2 ** 20),
+      total_mean: round(mem.reduce((s, m) => s + m.total, 0) / mem.length / 2 ** 20),
+    }
+    report.live_nodes_at_end = live().length
+    report.machine.load_average_at_end = (await import('node:os')).loadavg().map((v) => round(v, 2))
+    return report
+  } catch (err) {
+    // keep the evidence: each node's log beside its data directory
+    for (const x of all) if (x.proc) writeFileSync(join(root, `${x.name}.log`), x.proc.output())
+    options.keep = true
+    err.message += ` (node logs and data kept in ${root})`
+    throw err
+  } finally {
+    clearInterval(sampler)
+    await Promise.allSettled(all.map((x) => stopNode(x)))
+    if (!options.keep) removeDir(root)
+  }
+}
+
+export function table(r) {
+  const rows = [
+    ['nodes (churned: restart / leave / join)', `${r.nodes} (${(r.churn_events ?? []).map((e) => e.action).join(', ')})`],
+    ['start of all nodes (waves of 4)', `${r.start_all_ms} ms`],
+    ['every node lists all, after the last start', `${r.formation?.every_node_lists_all_ms_after_last_start} ms`],
+    ['idle memory per node (daemon, mean / max)', `${r.memory_idle_per_node_mb?.daemon_mean} / ${r.memory_idle_per_node_mb?.daemon_max} MB (workers ${r.memory_idle_per_node_mb?.workers_mean} MB)`],
+    ['idle traffic per node', `${r.traffic_idle_bytes_per_node_per_s} B/s`],
+    ['bytes sent per node per change (no churn)', `${r.traffic_per_change_bytes_per_node} B`],
+    ['publish → visible everywhere, no churn (p50 / p99)', `${r.no_churn_publish_to_visible_everywhere?.p50_ms} / ${r.no_churn_publish_to_visible_everywhere?.p99_ms} ms (${r.no_churn_publish_to_visible_everywhere?.n} of ${r.no_churn_publish_to_visible_everywhere?.of})`],
+    ['publish → visible everywhere, churn (p50 / p99)', `${r.churn_publish_to_visible_everywhere?.p50_ms} / ${r.churn_publish_to_visible_everywhere?.p99_ms} ms (${r.churn_publish_to_visible_everywhere?.visible_everywhere} of ${r.churn_publish_to_visible_everywhere?.of})`],
+    ['execute during churn (ok / attempts, p50 / p99)', `${r.churn_executions?.ok} / ${r.churn_executions?.attempts}, ${r.churn_executions?.p50_ms} / ${r.churn_executions?.p99_ms} ms`],
+    ['discover during churn (found / attempts, p50 / p99)', `${r.churn_discover?.found} / ${r.churn_discover?.attempts}, ${r.churn_discover?.p50_ms} / ${r.churn_discover?.p99_ms} ms`],
+    ['digests equal after churn stops', `${r.after_churn_digests_equal_ms} ms`],
+    ['every node lists all after churn', `${r.after_churn_every_node_lists_all_ms} ms`],
+    ['executable with a live holder (first try / final)', `${r.availability_after_churn?.first_try} / ${r.availability_after_churn?.executed} of ${r.availability_after_churn?.with_live_holder}`],
+    ['… of them, publisher left for good', `${r.availability_after_churn?.orphaned_executed} of ${r.availability_after_churn?.orphaned_by_publisher}`],
+    ['memory per node after (daemon mean / max, + workers)', `${r.memory_after_per_node_mb?.daemon_mean} / ${r.memory_after_per_node_mb?.daemon_max} MB + ${r.memory_after_per_node_mb?.workers_mean} MB`],
+    ['load average (start → end)', `${r.machine?.load_average_at_start?.join(' ')} → ${r.machine?.load_average_at_end?.join(' ')}`],
+  ]
+  const w = Math.max(...rows.map((x) => x[0].length))
+  return rows.map(([k, v]) => `| ${k.padEnd(w)} | ${v} |`).join('\n')
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const arg = (name, dflt) => {
+    const a = process.argv.find((x) => x.startsWith(`--${name}=`))
+    return a ? a.slice(name.length + 3) : dflt
+  }
+  const nodes = Number(arg('nodes', 20))
+  const seconds = Number(arg('seconds', 120))
+  const out = arg('out', join(ROOT, 'bench', 'results', `churn-${nodes}.json`))
+  const report = await runChurn({ nodes, seconds })
+  mkdirSync(join(out, '..'), { recursive: true })
+  writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`)
+  console.log(table(report))
+  console.log(`\nJSON: ${out}`)
+  process.exit(0)
+}

@@ -1,0 +1,70 @@
+// The member keeper (member-keeper.ts): members that could not connect at first, that restart, or
+// that join with a bootstrap list naming only some members end up connected to every member.
+import { createServer } from 'node:net'
+import { afterEach, describe, expect, it } from 'vitest'
+import { issueNodeCertificate } from '../../src/federation/certificates.js'
+import { createFederationNode, type FederationNode } from '../../src/federation/node.js'
+import { newIdentity, testCa, waitFor, type TestIdentity } from './fixtures.js'
+
+const started: FederationNode[] = []
+afterEach(async () => {
+  await Promise.allSettled(started.splice(0).map((n) => n.stop()))
+})
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number }
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+async function node(identity: TestIdentity, port: number, bootstrap: string[], keeper = true): Promise<FederationNode> {
+  const n = createFederationNode({
+    privateKey: identity.privateKey,
+    listen: [`/ip4/127.0.0.1/tcp/${port}`],
+    bootstrap,
+    caCertPem: testCa().certPem,
+    certPem: issueNodeCertificate(testCa(), identity.peerId).certPem,
+    endpoint: `http://127.0.0.1:0/${identity.peerId.slice(-6)}`,
+    memberKeeper: keeper ? { intervalMs: 300, minBackoffMs: 200, maxBackoffMs: 1_000, presenceIntervalMs: 0 } : false,
+  })
+  started.push(n)
+  await n.start()
+  return n
+}
+
+const isMember = (n: FederationNode, other: FederationNode): boolean => n.member(other.peerId) !== undefined
+
+describe('member keeper', () => {
+  it('a bootstrap peer that was down when the node started, and a member that restarts, are dialled again', async () => {
+    const [ia, ib] = [await newIdentity(), await newIdentity()]
+    const [pa, pb] = [await freePort(), await freePort()]
+    const addrA = `/ip4/127.0.0.1/tcp/${pa}/p2p/${ia.peerId}`
+    const b = await node(ib, pb, [addrA]) // A is not up: the first dial fails
+    await new Promise((r) => setTimeout(r, 500))
+    let a = await node(ia, pa, []) // A knows nobody: only B's keeper can join them
+    await waitFor(() => isMember(b, a) && isMember(a, b), 20_000, 50)
+    // A restarts (same identity and port): B dials it again
+    await a.stop()
+    await waitFor(() => !isMember(b, a), 10_000, 50)
+    a = await node(ia, pa, [])
+    await waitFor(() => isMember(b, a) && isMember(a, b), 20_000, 50)
+  }, 60_000)
+
+  it('a fresh node that bootstraps to one member is connected to by the others (presence)', async () => {
+    const ids = [await newIdentity(), await newIdentity(), await newIdentity()]
+    const ports = [await freePort(), await freePort(), await freePort()]
+    const addr = (i: number): string => `/ip4/127.0.0.1/tcp/${ports[i]}/p2p/${ids[i]!.peerId}`
+    const a = await node(ids[0]!, ports[0]!, [])
+    const b = await node(ids[1]!, ports[1]!, [addr(0)])
+    await waitFor(() => isMember(a, b) && isMember(b, a), 20_000, 50)
+    // C names A only; B never heard of C but learns of it from C's presence announcement
+    const c = await node(ids[2]!, ports[2]!, [addr(0)])
+    await waitFor(() => isMember(b, c) && isMember(c, b), 20_000, 50)
+    expect(isMember(a, c)).toBe(true)
+  }, 60_000)
+})
