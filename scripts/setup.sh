@@ -56,7 +56,7 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
 fi
 # The sandbox workers' OS wall (execution.os_isolation, README "Sandbox layers") uses bubblewrap;
-# its tests (test/engine/execution/sandbox-os-wall.test.ts, test/faults/sandbox-wall.test.ts) need it.
+# its tests (test/engine/sandbox/sandbox-os-wall.test.ts, test/faults/sandbox-wall.test.ts) need it.
 if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   echo "svc-node setup: installing Debian's bubblewrap for the sandbox workers' OS wall…"
   SUDO=""

@@ -268,6 +268,13 @@ export class CatalogStore {
    * written within the flush period.
    */
   putExecution(record: ExecutionRecord, stats?: FunctionStats): Promise<void> {
+    // queued writes are acknowledged before they reach LevelDB: refused now when it cannot write
+    // (a NodeDatabase on a full disk), not lost at the flush
+    try {
+      (this.db as { assertWritable?(): void }).assertWritable?.()
+    } catch (err) {
+      return Promise.reject(err)
+    }
     const puts: QueuedPut[] = [{ sublevel: this.executions as JsonSublevel, key: record.execution_id, value: record }]
     if (stats !== undefined) {
       puts.push({ sublevel: this.stats as JsonSublevel, key: functionKey(record.tenant_id, record.rufid_short, record.version), value: stats })

@@ -152,6 +152,14 @@ export class NodeDatabase extends ClassicLevel<string, unknown> {
     if (this.current.condition !== 'writable') throw this.refusal()
   }
 
+  /**
+   * 1010 (disk_full) now when the node cannot write: for writes that are queued and written later
+   * (group commit), so they are refused before they are acknowledged, as every other write is.
+   */
+  assertWritable(): void {
+    this.admitWrite()
+  }
+
   private writeFailed(err: unknown): unknown {
     if (!/IO error/i.test(textOf(err)) && !NO_SPACE.test(textOf(err))) return err
     this.tainted = true
