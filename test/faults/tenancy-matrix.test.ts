@@ -113,6 +113,7 @@ describe('tenancy matrix: tenant B against tenant A on every door (real daemon p
       'POST /v1/functions/{rufid}/executions': { path: `/v1/functions/${a.short}/executions`, body: { a: 1 }, expect: NOT_FOUND },
       'GET /v1/executions/{id}': { path: `/v1/executions/${a.execution}`, expect: NOT_FOUND },
       'GET /v1/executions/{id}/logs': { path: `/v1/executions/${a.asyncExecution}/logs`, expect: NOT_FOUND },
+      'GET /v1/executions/{id}/receipt': { path: `/v1/executions/${a.execution}/receipt`, expect: NOT_FOUND },
       'GET /v1/marketplace/functions/search': { query: `q=${secret}`, expect: [200] },
       'GET /v1/telemetry/functions/{rufid}': { path: `/v1/telemetry/functions/${a.short}`, expect: NOT_FOUND },
       'GET /v1/telemetry/functions/{rufid}/series': { path: `/v1/telemetry/functions/${a.short}/series`, expect: NOT_FOUND },
@@ -201,6 +202,7 @@ describe('tenancy matrix: tenant B against tenant A on every door (real daemon p
     const schema = await gql('{ __schema { queryType { fields { name } } mutationType { fields { name } } subscriptionType { fields { name } } } }')
     const fieldsOf = (t: string) => ((schema.body.data!.__schema as Record<string, { fields: Array<{ name: string }> }>)[t]?.fields ?? []).map((f) => f.name)
     const ops: Record<string, { query: string; variables?: Record<string, unknown>; code?: number }> = {
+      'Query.executionReceipt': { query: 'query($id: String!) { executionReceipt(executionId: $id) }', variables: { id: a.execution }, code: 1002 },
       'Query.resolveRUFID': { query: 'query($r: String!) { resolveRUFID(rufid: $r) { rufid functionId contentDigest manifest } }', variables: { r: a.short }, code: 1002 },
       'Query.listFunctions': { query: 'query($s: String) { listFunctions(search: $s) { items { rufid name description } } }', variables: { s: secret } },
       'Query.getFunctionMetrics': { query: 'query($r: String!) { getFunctionMetrics(rufid: $r) { usageCount } }', variables: { r: a.short }, code: 1002 },
