@@ -18,6 +18,7 @@ const END = '<!-- fault-table:end -->'
 const SECTIONS = [
   ['crash', 'Crashes of the daemon'],
   ['worker', 'Crashes of a sandbox worker'],
+  ['sandbox', "The sandbox's OS wall"],
   ['disk', 'Disk full'],
   ['data-dir', 'Unusable data directory at start'],
   ['federation', 'Federation: freeze, crash, partition, departure'],
