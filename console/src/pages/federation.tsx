@@ -2,19 +2,8 @@ import { useEffect, useState } from 'preact/hooks'
 import { api, type NodeInfo } from '../api'
 import { ErrorView } from '../components/error-view'
 import { formatTime, Loading, PageTitle } from '../components/misc'
+import type { FederationMembers as MembersAnswer } from '../../../src/client/types.js'
 
-interface Member {
-  node_id: string
-  endpoint: string
-  self: boolean
-  connected: boolean
-  certificate: { subject: string; serial: string; expires_at: string } | null
-  verified_at: string | null
-  last_seen_at: string | null
-  catalog: { digest: string; entries: number; branch_moves: number } | null
-  error?: string
-}
-interface MembersAnswer { node_id: string; digest: string | null; converged: boolean; members: Member[] }
 interface Conflict { kind?: string; key: string; tenant_id: string; function_name: string; version?: number; branch?: string; winner: { rufid_short?: string; move_id?: string }; losers: Array<{ rufid_short?: string; move_id?: string }>; detected_at: string }
 interface Discovery { rufid: string; rufid_short: string; content_digest: string | null; function_name: string | null; versions: string[]; nodes: Array<{ node_id: string; endpoint: string; source: string }> }
 
