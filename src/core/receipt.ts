@@ -143,11 +143,21 @@ export function receiptSigningBytes(receipt: ReceiptPayload): Uint8Array {
 
 /** The receipt's identity: SHA-256 hex of its signed bytes (the `/ws` event carries it). */
 export function receiptDigest(receipt: ReceiptPayload): string {
-  return sha256Hex(receiptSigningBytes(receipt))
+  return SIGNED_DIGESTS.get(receipt) ?? sha256Hex(receiptSigningBytes(receipt))
 }
 
-/** Signers whose key signed a receipt that verified under their PeerId's key (see signReceipt). */
-const PROVEN_SIGNERS = new WeakSet<ReceiptSigner>()
+/**
+ * The digests of the receipts signReceipt made, by receipt object: the execution's event carries
+ * the digest, and the bytes were canonicalized once already (a receipt is never changed after
+ * signing; one that was built anew, e.g. read back from the store, is digested again).
+ */
+const SIGNED_DIGESTS = new WeakMap<object, string>()
+
+/**
+ * Signers whose key signed a receipt that verified under their PeerId's key, with that key and the
+ * certificate check done (see signReceipt): later receipts of the signer skip both.
+ */
+const PROVEN_SIGNERS = new WeakMap<ReceiptSigner, KeyObject>()
 
 /**
  * Signs an execution's receipt with the node key. The payload is checked first (a receipt this
@@ -156,24 +166,30 @@ const PROVEN_SIGNERS = new WeakSet<ReceiptSigner>()
  * fails here, not at a verifier (a signer's `peerId` and key must not change afterwards).
  */
 export async function signReceipt(unsigned: UnsignedReceipt, signer: ReceiptSigner): Promise<Receipt> {
-  const { payload, publicKey } = parsePayload({ ...unsigned, receipt_version: RECEIPT_VERSION, peer_id: signer.peerId })
+  const proven = PROVEN_SIGNERS.get(signer)
+  const { payload, publicKey } = parsePayload({ ...unsigned, receipt_version: RECEIPT_VERSION, peer_id: signer.peerId }, proven)
   const consistency = consistencyFault(payload)
   if (consistency !== undefined) throw malformed(consistency)
-  const certificate = parseCertificate(signer.certificatePem)
-  if (!peerIdsBoundBy(certificate).includes(signer.peerId)) {
-    throw new ReceiptError('peer_id_mismatch', `the signer's certificate binds ${peerIdsBoundBy(certificate).join(', ') || 'no PeerId'}, not ${signer.peerId}`)
+  if (proven === undefined) {
+    const certificate = parseCertificate(signer.certificatePem)
+    if (!peerIdsBoundBy(certificate).includes(signer.peerId)) {
+      throw new ReceiptError('peer_id_mismatch', `the signer's certificate binds ${peerIdsBoundBy(certificate).join(', ') || 'no PeerId'}, not ${signer.peerId}`)
+    }
   }
   const bytes = receiptSigningBytes(payload)
   const signature = Buffer.from(await signer.sign(bytes))
-  // once a signer's key proved to be its PeerId's, later signatures need no check (Ed25519 signing
-  // is deterministic; verifying costs ~3× signing, on every execution)
-  if (!PROVEN_SIGNERS.has(signer)) {
+  // once a signer's key proved to be its PeerId's (and its certificate to bind that PeerId), later
+  // signatures need neither check (Ed25519 signing is deterministic; verifying costs ~3× signing,
+  // and parsing the certificate and the PeerId's key ~2×, on every execution)
+  if (proven === undefined) {
     if (!verifySignature(null, bytes, publicKey, signature)) {
       throw new ReceiptError('bad_signature', `the signer's key is not the key of PeerId ${signer.peerId}`)
     }
-    PROVEN_SIGNERS.add(signer)
+    PROVEN_SIGNERS.set(signer, publicKey)
   }
-  return { ...payload, certificate: signer.certificatePem, signature: signature.toString('base64url') }
+  const receipt: Receipt = { ...payload, certificate: signer.certificatePem, signature: signature.toString('base64url') }
+  SIGNED_DIGESTS.set(receipt, sha256Hex(bytes))
+  return receipt
 }
 
 /**
@@ -293,7 +309,8 @@ function parseReceipt(value: unknown): ParsedReceipt {
   return { receipt: { ...payload, certificate: value.certificate as string, signature: text }, publicKey, signature, certificate }
 }
 
-function parsePayload(value: Record<string, unknown>): { payload: ReceiptPayload; publicKey: KeyObject } {
+/** `knownKey`: the key of `value.peer_id`, when the caller derived it before (a proven signer's). */
+function parsePayload(value: Record<string, unknown>, knownKey?: KeyObject): { payload: ReceiptPayload; publicKey: KeyObject } {
   const r = value as unknown as ReceiptPayload
   if (r.receipt_version !== RECEIPT_VERSION) throw malformed(`receipt_version ${JSON.stringify(r.receipt_version)} is not 1`)
   const expect = (ok: boolean, member: keyof ReceiptPayload, what: string): void => {
@@ -321,7 +338,7 @@ function parsePayload(value: Record<string, unknown>): { payload: ReceiptPayload
   }
   let publicKey: KeyObject
   try {
-    publicKey = publicKeyOfPeerId(r.peer_id)
+    publicKey = knownKey ?? publicKeyOfPeerId(r.peer_id)
   } catch (err) {
     throw malformed(`peer_id ${String(JSON.stringify(r.peer_id)).slice(0, 80)}: ${(err as Error).message}`)
   }
