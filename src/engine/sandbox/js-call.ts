@@ -31,6 +31,8 @@ export class JsInstance {
     readonly bind: ivm.Reference,
     /** handles the instance keeps alive (a module and its namespace) */
     readonly handles: Array<{ release(): void }>,
+    /** the log budget the prelude was installed with */
+    readonly maxLogBytes: number,
   ) {}
 
   release(): void {
@@ -47,6 +49,12 @@ export interface CallSite {
   compiled: CompiledSource
   /** the warm instance an earlier call of the key left (warm mode only) */
   instance: JsInstance | undefined
+  /**
+   * A context with the prelude installed beforehand, while the worker was idle, in which no code
+   * but the prelude has run: the call uses it instead of making one (when its log budget is the
+   * call's) and owns it from then on.
+   */
+  prepared?: JsInstance | undefined
 }
 
 export interface CallResult {
@@ -77,12 +85,19 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
   const cpuAtStart = isolate.cpuTime
   const warm = job.context !== 'fresh'
   let instance = warm ? site.instance : undefined
+  if (instance !== undefined) site.prepared?.release() // not needed: the call owns it either way
   let loaded = instance !== undefined
   let phase: Phase = 'setup'
   let verdict: Verdict
   try {
     if (instance === undefined) {
-      instance = createInstance(isolate, job.maxLogBytes, deadline, job.deterministicSeed)
+      const prepared = site.prepared?.maxLogBytes === job.maxLogBytes ? site.prepared : undefined
+      if (site.prepared !== undefined && prepared === undefined) site.prepared.release()
+      instance = prepared ?? createInstance(isolate, job.maxLogBytes, deadline.remainingMs())
+      // a deterministic function: seeded Math.random, a fixed clock (after the prelude, which keeps the real clock for log lines)
+      if (job.deterministicSeed !== undefined) {
+        instance.context.evalClosureSync(DETERMINISTIC_PRELUDE, [job.deterministicSeed, DETERMINISTIC_EPOCH_MS], { timeout: deadline.remainingMs() })
+      }
       phase = 'load'
       const fn = site.compiled.mode === 'script'
         ? loadFromScript(site.compiled.script, instance.context, job.functionName, deadline)
@@ -146,13 +161,11 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
 }
 
 /** A new context with the prelude installed (no user code has run in it yet). */
-function createInstance(isolate: ivm.Isolate, maxLogBytes: number, deadline: Deadline, deterministicSeed?: string): JsInstance {
+export function createInstance(isolate: ivm.Isolate, maxLogBytes: number, timeoutMs: number): JsInstance {
   const context = isolate.createContextSync()
   const handles: Array<{ release(): void }> = []
   try {
-    const api = context.evalClosureSync(PRELUDE, [maxLogBytes], { timeout: deadline.remainingMs(), result: { reference: true } })
-    // a deterministic function: seeded Math.random, a fixed clock (after the prelude, which keeps the real clock for log lines)
-    if (deterministicSeed !== undefined) context.evalClosureSync(DETERMINISTIC_PRELUDE, [deterministicSeed, DETERMINISTIC_EPOCH_MS], { timeout: deadline.remainingMs() })
+    const api = context.evalClosureSync(PRELUDE, [maxLogBytes], { timeout: timeoutMs, result: { reference: true } })
     handles.push(api)
     const get = (name: string): ivm.Reference => {
       const ref = api.getSync(name, { reference: true }) as ivm.Reference
@@ -161,7 +174,7 @@ function createInstance(isolate: ivm.Isolate, maxLogBytes: number, deadline: Dea
     }
     const [bind, call, poll, wait, drain] = ['bind', 'call', 'poll', 'wait', 'drain'].map(get) as [ivm.Reference, ivm.Reference, ivm.Reference, ivm.Reference, ivm.Reference]
     releaseQuietly(api)
-    return new JsInstance(context, call, poll, wait, drain, bind, [])
+    return new JsInstance(context, call, poll, wait, drain, bind, [], maxLogBytes)
   } catch (err) {
     for (const handle of handles) releaseQuietly(handle)
     releaseQuietly(context)

@@ -1,7 +1,7 @@
 import ivm from 'isolated-vm'
 import { isSvcError, SvcError } from '../../core/errors.js'
 import { toWireError, type ContextMode, type ExecuteJob, type WireOutcome } from './ipc.js'
-import { JsInstance, runCall } from './js-call.js'
+import { createInstance, JsInstance, runCall } from './js-call.js'
 import { compileJavaScript, toJavaScript, type CompiledSource } from './js-compile.js'
 import type { LruCache } from '../lru.js'
 import type { LanguageRuntime, RunHooks, WarmEntry } from './runtime.js'
@@ -15,12 +15,23 @@ import type { LanguageRuntime, RunHooks, WarmEntry } from './runtime.js'
 class WarmIsolate implements WarmEntry {
   compiled: CompiledSource | undefined
   instance: JsInstance | undefined
+  /** a context with the prelude installed while the worker was idle, for the key's next new instance */
+  prepared: JsInstance | undefined
+
+  /** The prepared context, if any, handed over to a call (which owns it from then on). */
+  takePrepared(): JsInstance | undefined {
+    const prepared = this.prepared
+    this.prepared = undefined
+    return prepared
+  }
 
   constructor(
     readonly isolate: ivm.Isolate,
     readonly memoryMb: number,
     readonly sourceDigest: string,
     readonly context: ContextMode,
+    /** the key it serves (its place in the warm LRU) */
+    readonly key: string,
   ) {}
 
   /** Whether this isolate can serve the call: same source, context mode and memory limit, still alive. */
@@ -39,6 +50,8 @@ class WarmIsolate implements WarmEntry {
   dispose(): void {
     this.instance?.release()
     this.instance = undefined
+    this.prepared?.release()
+    this.prepared = undefined
     if (this.compiled?.mode === 'script') {
       try {
         this.compiled.script.release()
@@ -57,12 +70,16 @@ class WarmIsolate implements WarmEntry {
  * function version, as in workerd or Lambda) or, when the function asks for it (manifest
  * `execution.context: "fresh"`), each in a fresh context. A timed-out or out-of-memory isolate is
  * discarded with its context. The runtime keeps one spare isolate, created while the worker is
- * idle and never used before, so that a key's first call does not wait for an isolate to be made.
+ * idle and never used before, with a context in which only the prelude has run, so that a key's
+ * first call does not wait for an isolate and a context to be made; and, for a key whose calls each
+ * get a fresh context, the next call's context is made while the worker is idle after the call.
  */
 export class JsRuntime implements LanguageRuntime {
-  private spare: { isolate: ivm.Isolate; memoryMb: number } | undefined
-  /** the memory limit of the spare to make when the worker is idle next */
-  private spareWanted: number | undefined
+  private spare: { isolate: ivm.Isolate; memoryMb: number; prepared: JsInstance | undefined } | undefined
+  /** the memory limit and log budget of the spare to make when the worker is idle next */
+  private spareWanted: { memoryMb: number; maxLogBytes: number } | undefined
+  /** the key (its isolate) whose next call needs a new context: made when the worker is idle next */
+  private preparedWanted: { entry: WarmIsolate; maxLogBytes: number } | undefined
 
   constructor(
     private readonly warm: LruCache<WarmEntry>,
@@ -82,13 +99,18 @@ export class JsRuntime implements LanguageRuntime {
         return failedBeforeStart(err, job)
       }
       hooks.onStarted()
-      const result = await runCall({ isolate: entry.isolate, compiled, instance: entry.instance }, job)
+      const needsInstance = contextOf(job) === 'fresh' || entry.instance === undefined
+      const result = await runCall({ isolate: entry.isolate, compiled, instance: entry.instance, prepared: needsInstance ? entry.takePrepared() : undefined }, job)
       reusable = result.reusable
       entry.instance = result.instance
       return result.outcome
     } finally {
-      if (reusable && !entry.isolate.isDisposed) this.warm.put(job.key, entry)
-      else entry.dispose()
+      if (reusable && !entry.isolate.isDisposed) {
+        this.warm.put(job.key, entry)
+        if (contextOf(job) === 'fresh') this.preparedWanted = { entry, maxLogBytes: job.maxLogBytes }
+      } else {
+        entry.dispose()
+      }
     }
   }
 
@@ -97,19 +119,35 @@ export class JsRuntime implements LanguageRuntime {
     return held instanceof WarmIsolate && held.compiled !== undefined && held.matches(job)
   }
 
-  /** The worker answered its call and has none: make the spare isolate a new key took. */
+  /**
+   * The worker answered its call and has none: make the spare isolate (with its prepared context)
+   * a new key took, and the next context of a key whose calls each get a fresh one.
+   */
   idle(): void {
-    const memoryMb = this.spareWanted
+    const wanted = this.preparedWanted
+    this.preparedWanted = undefined
+    if (wanted !== undefined && wanted.entry.prepared === undefined && !wanted.entry.isolate.isDisposed && this.warm.peek(wanted.entry.key) === wanted.entry) {
+      wanted.entry.prepared = prepareQuietly(wanted.entry.isolate, wanted.maxLogBytes)
+    }
+    const spareWanted = this.spareWanted
     this.spareWanted = undefined
-    if (memoryMb === undefined || (this.spare?.memoryMb === memoryMb && !this.spare.isolate.isDisposed)) return
-    if (this.spare && !this.spare.isolate.isDisposed) this.spare.isolate.dispose()
-    this.spare = { isolate: this.newIsolate(memoryMb), memoryMb }
+    if (spareWanted === undefined || (this.spare?.memoryMb === spareWanted.memoryMb && !this.spare.isolate.isDisposed)) return
+    this.disposeSpare()
+    const isolate = this.newIsolate(spareWanted.memoryMb)
+    this.spare = { isolate, memoryMb: spareWanted.memoryMb, prepared: prepareQuietly(isolate, spareWanted.maxLogBytes) }
   }
 
   /** Disposes the spare isolate (the warm LRU disposes the rest). */
   dispose(): void {
-    if (this.spare && !this.spare.isolate.isDisposed) this.spare.isolate.dispose()
+    this.disposeSpare()
+  }
+
+  private disposeSpare(): void {
+    const spare = this.spare
     this.spare = undefined
+    if (spare === undefined) return
+    spare.prepared?.release()
+    if (!spare.isolate.isDisposed) spare.isolate.dispose()
   }
 
   private acquire(job: ExecuteJob): WarmIsolate {
@@ -118,20 +156,39 @@ export class JsRuntime implements LanguageRuntime {
     held?.dispose()
     const memoryMb = memoryLimitOf(job)
     let isolate: ivm.Isolate
+    let prepared: JsInstance | undefined
     const spare = this.spare
     if (spare && spare.memoryMb === memoryMb && !spare.isolate.isDisposed) {
       isolate = spare.isolate
+      prepared = spare.prepared
       this.spare = undefined
     } else {
       isolate = this.newIsolate(memoryMb)
     }
-    // the next new key will likely want one of the same size: made once this call is answered
-    this.spareWanted = memoryMb
-    return new WarmIsolate(isolate, memoryMb, job.sourceDigest, contextOf(job))
+    // the next new key will likely want one of the same size and log budget: made once this call is answered
+    this.spareWanted = { memoryMb, maxLogBytes: job.maxLogBytes }
+    const entry = new WarmIsolate(isolate, memoryMb, job.sourceDigest, contextOf(job), job.key)
+    entry.prepared = prepared
+    return entry
   }
 
   private newIsolate(memoryMb: number): ivm.Isolate {
     return new ivm.Isolate({ memoryLimit: memoryMb, onCatastrophicError: this.onCatastrophicError })
+  }
+}
+
+/** What making a context and installing the prelude may take while the worker is idle. */
+const PREPARE_TIMEOUT_MS = 2_000
+
+/**
+ * A new context with the prelude installed, or undefined when it cannot be made (an isolate out of
+ * memory, a prelude over time on a starved host): the call then makes its own, as it always could.
+ */
+function prepareQuietly(isolate: ivm.Isolate, maxLogBytes: number): JsInstance | undefined {
+  try {
+    return createInstance(isolate, maxLogBytes, PREPARE_TIMEOUT_MS)
+  } catch {
+    return undefined
   }
 }
 

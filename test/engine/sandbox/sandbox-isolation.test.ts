@@ -82,6 +82,22 @@ describe('no state leaks between keys, and none between calls of a fresh-context
     expect(read.result).toEqual(['undefined', true, 'function'])
   })
 
+  it('a context made while the worker was idle (the next fresh call\'s, a new key\'s) holds nothing of earlier calls', async () => {
+    // the worker prepares contexts after answering, when idle: a pause lets it do so before each call
+    const idle = (): Promise<void> => new Promise((r) => setTimeout(r, 100))
+    for (let round = 0; round < 3; round++) {
+      const write = await sandbox.execute(fn('leak/prepared', '', { source, signature: '(mode)', args: { mode: 'write' }, context: 'fresh' }))
+      expect(write.result).toBe('written')
+      await idle()
+      const read = await sandbox.execute(fn('leak/prepared', '', { source, signature: '(mode)', args: { mode: 'read' }, context: 'fresh' }))
+      expect(read.result, `round ${round}`).toEqual(['undefined', true, 'function'])
+      await idle()
+      const other = await sandbox.execute(fn(`leak/prepared-new-${round}`, '', { source, signature: '(mode)', args: { mode: 'read' } }))
+      expect(other.result, `new key, round ${round}`).toEqual(['undefined', true, 'function'])
+      await idle()
+    }
+  })
+
   it('module-level state starts afresh on every call in fresh-context mode (script and module sources)', async () => {
     const sources: Array<[string, string]> = [['leak/module', 'let count = 0\nexport function f() { count += 1; return count }'], ['leak/script', 'let count = 0\nfunction f() { count += 1; return count }']]
     for (const [key, src] of sources) {
