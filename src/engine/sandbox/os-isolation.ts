@@ -217,8 +217,15 @@ function findExecutable(name: string): string | undefined {
 
 /** The environment of a walled worker: nothing of the node's (it may hold keys). */
 function workerEnv(): NodeJS.ProcessEnv {
-  return { PATH: WORKER_PATH, HOME: '/tmp', TMPDIR: '/tmp', LANG: 'C.UTF-8' }
+  return { PATH: WORKER_PATH, HOME: '/tmp', TMPDIR: '/tmp', LANG: 'C.UTF-8', TZ: WORKER_TZ }
 }
+
+/**
+ * Every worker's time zone, whatever the node's: a function's local time (`Date#getHours`,
+ * `toString`, Python's `time.localtime`) must not depend on where the member that ran it is set
+ * up (a deterministic function's result is shared across the federation by its receipt).
+ */
+export const WORKER_TZ = 'UTC'
 
 const dropPrivileges = (setpriv: string, uid: number): string[] =>
   [setpriv, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--']
@@ -323,7 +330,7 @@ export interface NodeScript {
 export function launchNodeScript(isolation: OsIsolation | undefined, script: NodeScript): ChildProcess {
   const stdio: StdioOptions = ['ignore', 'pipe', 'pipe', 'ipc']
   if (isolation === undefined || isolation.status.layer === 'none') {
-    return fork(script.path, script.args, { execArgv: script.execArgv, stdio, serialization: 'json' })
+    return fork(script.path, script.args, { execArgv: script.execArgv, stdio, serialization: 'json', env: { ...process.env, TZ: WORKER_TZ } })
   }
   const cmd = isolation.wrap([process.execPath, ...script.execArgv, script.path, ...script.args])
   return spawn(cmd.file, cmd.args, { env: cmd.env, stdio, serialization: 'json' })

@@ -172,3 +172,20 @@ describe('results cannot be forged', () => {
     expect(lookalike.result).toBe('S666')
   })
 })
+
+describe('the time zone is the same on every member', () => {
+  it("a function's local time is UTC whatever the node's TZ (its result must not depend on the member that ran it)", async () => {
+    const before = process.env.TZ
+    process.env.TZ = 'Asia/Kolkata' // +05:30: the node's own zone, which a forked worker would inherit
+    const local = createSandbox({ workers: 1, maxWarmIsolatesPerWorker: 2, maxLogBytes: 4096, queueLimit: 4 })
+    try {
+      await local.start()
+      const out = await local.execute(fn('tz/offset', 'return [new Date(0).getTimezoneOffset(), new Date(0).getHours(), Intl.DateTimeFormat().resolvedOptions().timeZone]'))
+      expect(out.result).toEqual([0, 0, 'UTC'])
+    } finally {
+      await local.stop()
+      if (before === undefined) delete process.env.TZ
+      else process.env.TZ = before
+    }
+  })
+})
