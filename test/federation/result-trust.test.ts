@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { argumentsDigest, resultDigest, signReceipt, type Receipt, type ReceiptSigner } from '../../src/core/receipt.js'
 import type { AuditEntry, Engine, EngineComponents, FederationPort } from '../../src/engine/index.js'
-import { issueNodeCertificate } from '../../src/federation/certificates.js'
+import { createFederationCa, issueNodeCertificate } from '../../src/federation/certificates.js'
 import type { FederationNode } from '../../src/federation/node.js'
 import { timeOrderedId } from '../../src/engine/ids.js'
 import { receiptSignerOf } from '../../src/federation/receipt-signer.js'
@@ -205,5 +205,32 @@ describe('result trust policy (engine + libp2p members)', () => {
     expect(sandboxCalls).toBe(runs + 1)
     await new Promise((r) => setTimeout(r, 200))
     expect((await auditOf('federation.result.conflict')).some((e) => e.result.includes(argumentsDigest({ x: 42 })))).toBe(false)
+  })
+
+  it('a member\'s certificate is checked against the CA once: the same PeerId with a foreign CA\'s certificate is still refused', async () => {
+    const [m1] = members as [Member, Member, Member]
+    usePolicy({ trust: 'any_member' })
+    holds(m1)
+    // m1's certificate verifies under the CA and is remembered as issued by it
+    let before = sandboxCalls
+    expect(await call(51)).toMatchObject({ cached: true, cache_source: 'remote', result: { x: 51, square: 2601 } })
+    expect(sandboxCalls).toBe(before)
+    // m1's own key, but a certificate binding its PeerId from another CA: remembering by PeerId
+    // (or by anything but the certificate itself) would let it through
+    const foreign = createFederationCa({ name: 'foreign CA' })
+    const forged: ReceiptSigner = { ...m1.signer, certificatePem: issueNodeCertificate(foreign, m1.signer.peerId).certPem }
+    m1.answer = async (x) => ({ found: true, result: { x, square: x * x }, receipts: [await receiptBy(forged, x)] })
+    before = sandboxCalls
+    const record = await call(52)
+    expect(record.cached).toBeUndefined()
+    expect((record.receipt as Receipt).peer_id).toBe(template.peer_id)
+    expect(sandboxCalls).toBe(before + 1)
+    const refused = await waitFor(async () => (await auditOf('federation.result.refused')).find((e) => e.result.includes(argumentsDigest({ x: 52 }))), 5_000) as AuditEntry
+    expect(refused.result).toContain('foreign_ca')
+    // and its genuine certificate still counts afterwards
+    holds(m1)
+    before = sandboxCalls
+    expect(await call(53)).toMatchObject({ cached: true, cache_source: 'remote', result: { x: 53, square: 2809 } })
+    expect(sandboxCalls).toBe(before)
   })
 })
