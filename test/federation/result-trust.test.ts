@@ -4,8 +4,8 @@
 // certificates from the same CA — that answer /svc/result/1.0.0 with receipts they sign with
 // their own keys (so every answer verifies; only the policy decides whether it counts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { argumentsDigest, resultDigest, signReceipt, type Receipt, type ReceiptSigner } from '../../src/core/receipt.js'
-import type { AuditEntry, Engine, EngineComponents, FederationPort } from '../../src/engine/index.js'
+import { argumentsDigest, receiptDigest, resultDigest, signReceipt, type Receipt, type ReceiptSigner } from '../../src/core/receipt.js'
+import type { AuditEntry, Engine, EngineComponents, ExecutionEvent, FederationPort } from '../../src/engine/index.js'
 import { createFederationCa, issueNodeCertificate } from '../../src/federation/certificates.js'
 import type { FederationNode } from '../../src/federation/node.js'
 import { timeOrderedId } from '../../src/engine/ids.js'
@@ -212,9 +212,18 @@ describe('result trust policy (engine + libp2p members)', () => {
     usePolicy({ trust: 'any_member' })
     holds(m1)
     // m1's certificate verifies under the CA and is remembered as issued by it
+    const events: ExecutionEvent[] = []
+    const listener = (e: ExecutionEvent) => events.push(e)
+    engine.events.on('execution', listener)
     let before = sandboxCalls
-    expect(await call(51)).toMatchObject({ cached: true, cache_source: 'remote', result: { x: 51, square: 2601 } })
+    const remote = await call(51)
+    expect(remote).toMatchObject({ cached: true, cache_source: 'remote', result: { x: 51, square: 2601 } })
     expect(sandboxCalls).toBe(before)
+    // the remote receipt's digest is in the event of the remote hit and of the local hits after it
+    const again = await call(51)
+    engine.events.off('execution', listener)
+    expect(again.receipt).toEqual(remote.receipt)
+    for (const r of [remote, again]) expect(events.find((e) => e.execution_id === r.execution_id)?.receipt_digest).toBe(receiptDigest(remote.receipt as Receipt))
     // m1's own key, but a certificate binding its PeerId from another CA: remembering by PeerId
     // (or by anything but the certificate itself) would let it through
     const foreign = createFederationCa({ name: 'foreign CA' })
