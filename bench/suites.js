@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { ClassicLevel } from 'classic-level'
 import {
-  ADD_JS, ADD_PY, ROOT, postJson, ratio, removeDir, rssBytes, runLoad, startDaemon, startPeer, startProcess, summarize,
+  ADD_JS, ADD_PY, ROOT, TICK_US, cpuTicks, postJson, ratio, removeDir, rssBytes, runLoad, startDaemon, startPeer, startProcess, summarize,
   systemEvents, tempDir, timeLoop, timeLoopSync,
 } from './lib.js'
 
@@ -777,12 +777,23 @@ async function localHit({ smoke, log }) {
     log(`results: local cache hit vs resolve (${pairs} pairs of rounds, alternating order)`)
     const hitsBefore = await hits()
     const rounds = []
+    // the daemon's CPU time (utime+stime) per request of a round: robust to the neighbours' load
+    // (warm-up requests are in it too: the load generator's count excludes them, so count them apart)
+    const measured = async (job) => {
+      const c0 = cpuTicks(daemon.pid)
+      const r = await runLoad(job)
+      return { ...r, cpu_us_per_request: Math.round(((cpuTicks(daemon.pid) - c0) * TICK_US) / Math.max(1, r.count + (r.warmup_count ?? 0))) }
+    }
     for (let i = 0; i < pairs; i++) {
       // alternate which goes first, so a drift of the machine's load weighs on both
       const [hit, resolve] = i % 2 === 0
-        ? [await runLoad(hitJob), await runLoad(resolveJob)]
-        : (await Promise.resolve().then(async () => { const r = await runLoad(resolveJob); return [await runLoad(hitJob), r] }))
-      rounds.push({ hit: hit.latency, resolve: resolve.latency, hit_requests: hit.count, hit_errors: hit.errors, resolve_requests: resolve.count, ratio: ratio(hit.latency, resolve.latency) })
+        ? [await measured(hitJob), await measured(resolveJob)]
+        : (await Promise.resolve().then(async () => { const r = await measured(resolveJob); return [await measured(hitJob), r] }))
+      rounds.push({
+        hit: hit.latency, resolve: resolve.latency, hit_requests: hit.count, hit_errors: hit.errors, resolve_requests: resolve.count, ratio: ratio(hit.latency, resolve.latency),
+        hit_cpu_us_per_request: hit.cpu_us_per_request, resolve_cpu_us_per_request: resolve.cpu_us_per_request,
+        cpu_ratio: resolve.cpu_us_per_request ? Math.round((hit.cpu_us_per_request / resolve.cpu_us_per_request) * 100) / 100 : null,
+      })
     }
     const hitsCounted = (await hits()) - hitsBefore
     const median = (xs) => { const a = [...xs].sort((x, y) => x - y); return a.length % 2 ? a[(a.length - 1) / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2 }
@@ -797,6 +808,7 @@ async function localHit({ smoke, log }) {
         baseline: mid.resolve,
         ratio_p50: median(rounds.map((r) => r.ratio.p50)),
         ratio_p99: median(rounds.map((r) => r.ratio.p99)),
+        cpu_ratio: median(rounds.map((r) => r.cpu_ratio)),
     }
   } finally {
     await daemon.stop()
