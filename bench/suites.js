@@ -869,20 +869,22 @@ async function remoteHit({ smoke, log }) {
     }
     const resolved = await postJson(`${A.base}/api/v1/functions/resolve`, { rufid: short })
     const fields = { tenant: created.body.full_rufid.split(':')[3], content_digest: created.body.content_digest, lockfile_digest: lockfileDigest(resolved.body.lockfile ?? null) }
-    // argument sets whose holders (the key's first 2 members in rendezvous order, A excluded) are not B
-    const others = daemons.filter((d) => d !== A).map((d) => d.peerId)
+    // argument sets whose holders (the key's first 2 members in rendezvous order, A excluded) are
+    // not B, so that B must ask, and whose first candidate for B is A, so that the first member B
+    // asks has the result whether or not A's offers to the holders (in the background) landed
+    const notA = daemons.filter((d) => d !== A).map((d) => d.peerId)
+    const notB = daemons.filter((d) => d !== B).map((d) => d.peerId)
     const argSets = []
     for (let i = 1; argSets.length < N + WARM; i++) {
       const args = { a: i, b: 1_000_000 }
       const key = resultCacheKey({ ...fields, arguments_digest: argumentsDigest(args) })
-      if (!rendezvousOrder(key, others).slice(0, 2).includes(B.peerId)) argSets.push(args)
+      if (!rendezvousOrder(key, notA).slice(0, 2).includes(B.peerId) && rendezvousOrder(key, notB)[0] === A.peerId) argSets.push(args)
     }
     log(`results: remote hit — ${argSets.length} results computed on A`)
     for (const args of argSets) {
       const r = await postJson(`${A.base}/api/v1/functions/${short}/execute`, { arguments: args })
       if (r.status !== 200 || r.body.cached !== false || r.body.result !== args.a + args.b) throw new Error(`A's first run of ${JSON.stringify(args)}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`)
     }
-    await new Promise((res) => setTimeout(res, 1500)) // A offers each result to its holders in the background
     const metricsOf = async (d) => {
       const text = await (await fetch(`${d.base}/metrics`)).text()
       const sum = (prefix) => text.split('\n').filter((l) => l.startsWith(prefix)).reduce((n, l) => n + Number(l.split(' ').pop()), 0)
