@@ -7,22 +7,11 @@
 //
 //   node bench/cpu-cost.js [--seconds=4] [--only=rest1,rest8,resolve10,grpc,graphql,python]
 import { readFileSync, readdirSync } from 'node:fs'
-import { ADD_JS, ADD_PY, postJson, runLoad, startDaemon } from './lib.js'
+import { ADD_JS, ADD_PY, TICK_US, cpuTicks, postJson, runLoad, startDaemon } from './lib.js'
 
 const arg = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback
 const seconds = Number(arg('seconds', '4'))
 const only = arg('only', 'rest1,rest8,resolve10,grpc,graphql').split(',')
-const TICK_US = 1e6 / 100 // USER_HZ
-
-function cpuTicks(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return Number(f[11]) + Number(f[12])
-  } catch {
-    return 0
-  }
-}
 function childrenOf(pid) {
   const out = []
   for (const tid of readdirSync(`/proc/${pid}/task`)) {

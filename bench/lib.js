@@ -92,6 +92,20 @@ export function rssBytes(pid) {
   }
 }
 
+/** µs per clock tick of /proc/<pid>/stat (USER_HZ) */
+export const TICK_US = 1e6 / 100
+
+/** utime + stime of a process so far, in clock ticks (/proc/<pid>/stat; 0 when it is gone). */
+export function cpuTicks(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return Number(f[11]) + Number(f[12])
+  } catch {
+    return 0
+  }
+}
+
 const children = new Set()
 export function killAll() {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')

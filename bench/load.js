@@ -1,6 +1,6 @@
 // The load generator: a separate process (pinned to the client core by bench/lib.js). Reads one job
 // as JSON on stdin, runs it bounded in time (and count), prints one JSON report on stdout:
-// { count, errors, error_samples, rps, latency: {n, p50_ms, p99_ms, ...} }.
+// { count, errors, error_samples, rps, latency: {n, p50_ms, p99_ms, ...}, warmup_count } (warmup_count: requests of the warm-up, not counted).
 //
 // Jobs:
 //   { kind: 'http', url, method?, headers?, bodies: [string] | body: string, connections, durationMs, maxRequests?, warmupMs? }
@@ -55,11 +55,12 @@ async function closedLoops({ connections = 1, durationMs = 2000, warmupMs = 300,
     const until = performance.now() + warmupMs
     await Promise.all(Array.from({ length: connections }, () => loop(until, false)))
   }
+  const warmupCount = next
   const start = performance.now()
   const until = start + durationMs
   await Promise.all(Array.from({ length: connections }, () => loop(until, true)))
   const elapsed = (performance.now() - start) / 1000
-  return { count: lat.length + errors, errors, error_samples: samples, rps: Math.round((lat.length + errors) / elapsed), connections, latency: summarize(lat) }
+  return { count: lat.length + errors, errors, error_samples: samples, rps: Math.round((lat.length + errors) / elapsed), connections, latency: summarize(lat), warmup_count: warmupCount }
 }
 
 async function httpJob(job) {

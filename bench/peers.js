@@ -6,6 +6,9 @@
 //   grpc      bare @grpc/grpc-js serving svc.v1 ExecuteFunction with the same warm isolate
 //   graphql   raw node:http + graphql-js execute() with an executeFunction resolver on the warm isolate
 //   pyodide   raw node:http calling `add` in a warm Pyodide interpreter (Python execution baseline)
+//   libp2p-echo  a plain js-libp2p node (TCP, Noise, Yamux: the daemon's stack, no membership) serving
+//             options.protocol: reads one length-prefixed request, answers options.answer (a text,
+//             sent as is) and closes the stream (the result protocol's request/response shape)
 import http from 'node:http'
 
 const [kind, raw] = process.argv.slice(2)
@@ -131,6 +134,27 @@ const kinds = {
     server.keepAliveTimeout = 60_000
     const port = await listen(server)
     return { url: `http://127.0.0.1:${port}` }
+  },
+  async 'libp2p-echo'() {
+    await import('../dist/polyfill.js') // Promise.withResolvers on Node 20, as the daemon loads it
+    const { createLibp2p } = await import('libp2p')
+    const { tcp } = await import('@libp2p/tcp')
+    const { noise } = await import('@chainsafe/libp2p-noise')
+    const { yamux } = await import('@libp2p/yamux')
+    const { lpStream } = await import('@libp2p/utils')
+    const answer = Buffer.from(options.answer ?? '{}', 'utf8')
+    const node = await createLibp2p({ addresses: { listen: ['/ip4/127.0.0.1/tcp/0'] }, transports: [tcp()], connectionEncrypters: [noise()], streamMuxers: [yamux()] })
+    await node.handle(options.protocol, async (stream) => {
+      try {
+        const lp = lpStream(stream, { maxDataLength: 32 * 1024 * 1024 })
+        await lp.read()
+        await lp.write(answer)
+        await stream.close()
+      } catch (err) {
+        stream.abort(err)
+      }
+    })
+    return { address: node.getMultiaddrs()[0].toString() }
   },
 }
 

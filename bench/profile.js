@@ -6,7 +6,11 @@
 // self time by area (node internals, each package, each src/ directory, GC, idle) and the top
 // functions.
 //
-//   node bench/profile.js [--connections=8] [--seconds=10] [--language=javascript|python] [--keep=<dir>] [--json]
+// `--deterministic` publishes `add` with `"deterministic": true`: every call after the first is a
+// result-cache hit (issue 18's hit path); `--resolve` loads REST resolve of the same function
+// instead of execute (the hit path's baseline).
+//
+//   node bench/profile.js [--connections=8] [--seconds=10] [--language=javascript|python] [--deterministic] [--resolve] [--keep=<dir>] [--json]
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -77,11 +81,16 @@ async function main() {
   const daemon = await startDaemon({ nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] })
   try {
     const base = daemon.url.replace(/\/+$/, '')
-    const created = await postJson(`${base}/api/v1/functions/create`, language === 'python' ? ADD_PY : ADD_JS)
+    const def = language === 'python' ? ADD_PY : ADD_JS
+    const deterministic = process.argv.includes('--deterministic')
+    const created = await postJson(`${base}/api/v1/functions/create`, deterministic ? { ...def, manifest: { schemaVersion: '1.0', name: 'add', deterministic: true } } : def)
     const url = `${base}/api/v1/functions/${created.body.rufid_short}/execute`
     const first = await postJson(url, { arguments: { a: 2, b: 3 } })
     if (first.body?.result !== 5) throw new Error(`execute answered ${first.status} ${JSON.stringify(first.body)}`)
-    const load = await runLoad({ kind: 'http', url, body: JSON.stringify({ arguments: { a: 2, b: 3 } }), connections, durationMs: seconds * 1000, warmupMs: 500 })
+    const job = process.argv.includes('--resolve')
+      ? { url: `${base}/api/v1/functions/resolve`, body: JSON.stringify({ rufid: created.body.rufid_short, version: 'v1' }) }
+      : { url, body: JSON.stringify({ arguments: { a: 2, b: 3 } }) }
+    const load = await runLoad({ kind: 'http', ...job, connections, durationMs: seconds * 1000, warmupMs: 500 })
     process.stderr.write(`load: ${load.rps} req/s, p50 ${load.latency.p50_ms} ms, p99 ${load.latency.p99_ms} ms, ${load.errors} errors\n`)
     await daemon.stop()
     const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { ClassicLevel } from 'classic-level'
 import {
-  ADD_JS, ADD_PY, ROOT, postJson, ratio, removeDir, rssBytes, runLoad, startDaemon, startPeer, startProcess, summarize,
+  ADD_JS, ADD_PY, ROOT, TICK_US, cpuTicks, postJson, ratio, removeDir, rssBytes, runLoad, startDaemon, startPeer, startProcess, summarize,
   systemEvents, tempDir, timeLoop, timeLoopSync,
 } from './lib.js'
 
@@ -583,43 +583,76 @@ export async function federation({ smoke, log }) {
   return out
 }
 
-/** 5 federated daemon processes: publish on one (round robin), time until every other resolves it. */
-async function daemonFederationSync({ smoke, log, out }) {
+/**
+ * `count` federated daemon processes on loopback (a test CA, one node certificate each, rate limits
+ * off, one sandbox worker each, unpinned), started at once, each bootstrapped from all the others
+ * (ports found free just before), resolved once
+ * every node lists all `count` (as test/federation/cluster.test.ts waits for). `config` is merged
+ * into each node's `federation` section. Resolves { daemons: [{ base, p2p, peerId, pid, … }],
+ * listed, stop() }; stop() ends them all and removes their data.
+ */
+async function startFederatedDaemons({ count = 5, log, config = {} }) {
   const { createFederationCa, issueNodeCertificate, writeCa, writeNodeCertificate } = await dist('federation/certificates.js')
   const { loadOrCreatePeerIdentity } = await dist('federation/identity.js')
+  const { mkdirSync } = await import('node:fs')
   const root = tempDir('svc-bench-fed-')
-  const ca = createFederationCa({ name: 'svc bench federation' })
-  await writeCa(join(root, 'ca'), ca)
   const daemons = []
+  const stop = async () => {
+    for (const d of daemons) await d?.stop().catch(() => undefined)
+    removeDir(root)
+  }
   try {
-    for (let i = 0; i < 5; i++) {
+    const ca = createFederationCa({ name: 'svc bench federation' })
+    await writeCa(join(root, 'ca'), ca)
+    // identities and ports (found free now) first: every node bootstraps from all the others and
+    // all start at once (a node dials the ones already up; the ones up later dial it)
+    const nodes = []
+    for (let i = 0; i < count; i++) {
       const dataDir = join(root, `node${i}`)
-      const { mkdirSync } = await import('node:fs')
       mkdirSync(dataDir, { recursive: true })
       const { peerId } = await loadOrCreatePeerIdentity(dataDir)
       await writeNodeCertificate(join(dataDir, 'cert'), issueNodeCertificate(ca, peerId), ca.certPem)
-      const bootstrap = daemons.map((d) => d.p2p)
+      const port = await freePort()
+      nodes.push({ dataDir, peerId, listen: `/ip4/127.0.0.1/tcp/${port}`, p2p: `/ip4/127.0.0.1/tcp/${port}/p2p/${peerId}` })
+    }
+    const startNode = async (i) => {
+      const { dataDir, peerId, listen, p2p } = nodes[i]
       const configFile = join(root, `node${i}.json`)
       writeFileSync(configFile, JSON.stringify({
         rate_limits: { per_key: { points: 0, window_s: 1 }, per_tenant: { points: 0, window_s: 1 }, per_ip_unauthenticated: { points: 0, window_s: 1 } },
-        federation: { enabled: true, listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap, ca_file: join(root, 'ca', 'ca.crt'), cert_file: join(dataDir, 'cert', 'node.crt'), sync_interval_ms: 500 },
+        federation: {
+          enabled: true, listen: [listen], bootstrap: nodes.filter((_, k) => k !== i).map((n) => n.p2p),
+          ca_file: join(root, 'ca', 'ca.crt'), cert_file: join(dataDir, 'cert', 'node.crt'), sync_interval_ms: 500, ...config,
+        },
       }))
-      log(`federation: daemon ${i}`)
-      // five daemons are together the server: pinned to one core they would measure that core
+      // the daemons are together the server: pinned to one core they would measure that core
       const d = await startDaemon({ dataDir, env: { SVC_CONFIG: configFile, SVC_SANDBOX_WORKERS: '1' }, role: 'unpinned' })
-      const line = d.output().split('\n').find((l) => l.includes('svc-node listening'))
-      const addr = JSON.parse(line).p2p[0]
-      daemons.push({ ...d, base: d.url.replace(/\/+$/, ''), p2p: addr.includes('/p2p/') ? addr : `${addr}/p2p/${peerId}` })
+      log(`federation: daemon ${i} up`)
+      daemons[i] = { ...d, base: d.url.replace(/\/+$/, ''), peerId, p2p }
     }
-    // every node lists all 5 (as test/federation/cluster.test.ts waits for)
+    const started = await Promise.allSettled(nodes.map((_, i) => startNode(i)))
+    const failed = started.find((r) => r.status === 'rejected')
+    if (failed) throw failed.reason
     const meshDeadline = Date.now() + 30_000
     for (;;) {
       const lists = await Promise.all(daemons.map((d) => fetch(`${d.base}/api/v1/federation/nodes`).then((r) => r.json()).catch(() => ({}))))
-      out.federation_nodes_listed = lists.map((l) => (Array.isArray(l.nodes) ? l.nodes.length : null))
-      if (out.federation_nodes_listed.every((k) => k === 5)) break
-      if (Date.now() > meshDeadline) throw new Error(`the 5 daemons did not all list 5 nodes within 30 s: ${JSON.stringify(out.federation_nodes_listed)}`)
+      const listed = lists.map((l) => (Array.isArray(l.nodes) ? l.nodes.length : null))
+      if (listed.every((k) => k === count)) return { daemons, listed, caCertPem: ca.certPem, stop }
+      if (Date.now() > meshDeadline) throw new Error(`the ${count} daemons did not all list ${count} nodes within 30 s: ${JSON.stringify(listed)}`)
       await new Promise((r) => setTimeout(r, 200))
     }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+}
+
+/** 5 federated daemon processes: publish on one (round robin), time until every other resolves it. */
+async function daemonFederationSync({ smoke, log, out }) {
+  const cluster = await startFederatedDaemons({ count: 5, log })
+  const { daemons } = cluster
+  out.federation_nodes_listed = cluster.listed
+  try {
     const n = smoke ? 5 : 200
     const lat = []
     let timeouts = 0
@@ -688,8 +721,7 @@ async function daemonFederationSync({ smoke, log, out }) {
     out.sync_timeouts_5s = timeouts
     return summarize(lat)
   } finally {
-    for (const d of daemons) await d.stop().catch(() => undefined)
-    removeDir(root)
+    await cluster.stop()
   }
 }
 
@@ -699,13 +731,27 @@ async function daemonFederationSync({ smoke, log, out }) {
  * after `ms`.
  */
 /**
- * Issue 18's local goal: a deterministic function's call answered from the node's result cache
- * (REST execute of `add` declared `"deterministic": true`, the same arguments every time: every
- * call after the first is a hit) against a REST resolve of the same RUFID on the same daemon.
+ * Issue 18's goals. `local_hit`: a deterministic function's call answered from the node's result
+ * cache (REST execute of `add` declared `"deterministic": true`, the same arguments every time:
+ * every call after the first is a hit) against a REST resolve of the same RUFID on the same daemon.
  * Pairs of rounds (2.5 s each) alternate their order so a change of the machine's load weighs on
- * both; the ratio is the median of the pairs' ratios.
+ * both; the ratio is the median of the pairs' ratios. `remote`: a remote hit on 5 federated
+ * daemons (`remoteHit`).
  */
 export async function results({ smoke, log }) {
+  const out = { local_hit: await localHit({ smoke, log }) }
+  try {
+    out.remote = await remoteHit({ smoke, log })
+  } catch (err) {
+    // loud: the section fails (the smoke test and the goal rows see it), the local figures stay
+    out.remote = { status: `failed: ${String(err?.stack ?? err).slice(0, 1500)}` }
+    out.status = `failed: remote hit: ${String(err?.message ?? err).slice(0, 500)}`
+  }
+  return out
+}
+
+/** The local goal (see `results`): alternating pairs of rounds, hit vs resolve on one daemon. */
+async function localHit({ smoke, log }) {
   const durationMs = smoke ? 400 : 2500
   const warmupMs = smoke ? 100 : 500
   const daemon = await startDaemon()
@@ -731,18 +777,28 @@ export async function results({ smoke, log }) {
     log(`results: local cache hit vs resolve (${pairs} pairs of rounds, alternating order)`)
     const hitsBefore = await hits()
     const rounds = []
+    // the daemon's CPU time (utime+stime) per request of a round: robust to the neighbours' load
+    // (warm-up requests are in it too: the load generator's count excludes them, so count them apart)
+    const measured = async (job) => {
+      const c0 = cpuTicks(daemon.pid)
+      const r = await runLoad(job)
+      return { ...r, cpu_us_per_request: Math.round(((cpuTicks(daemon.pid) - c0) * TICK_US) / Math.max(1, r.count + (r.warmup_count ?? 0))) }
+    }
     for (let i = 0; i < pairs; i++) {
       // alternate which goes first, so a drift of the machine's load weighs on both
       const [hit, resolve] = i % 2 === 0
-        ? [await runLoad(hitJob), await runLoad(resolveJob)]
-        : (await Promise.resolve().then(async () => { const r = await runLoad(resolveJob); return [await runLoad(hitJob), r] }))
-      rounds.push({ hit: hit.latency, resolve: resolve.latency, hit_requests: hit.count, hit_errors: hit.errors, resolve_requests: resolve.count, ratio: ratio(hit.latency, resolve.latency) })
+        ? [await measured(hitJob), await measured(resolveJob)]
+        : (await Promise.resolve().then(async () => { const r = await measured(resolveJob); return [await measured(hitJob), r] }))
+      rounds.push({
+        hit: hit.latency, resolve: resolve.latency, hit_requests: hit.count, hit_errors: hit.errors, resolve_requests: resolve.count, ratio: ratio(hit.latency, resolve.latency),
+        hit_cpu_us_per_request: hit.cpu_us_per_request, resolve_cpu_us_per_request: resolve.cpu_us_per_request,
+        cpu_ratio: resolve.cpu_us_per_request ? Math.round((hit.cpu_us_per_request / resolve.cpu_us_per_request) * 100) / 100 : null,
+      })
     }
     const hitsCounted = (await hits()) - hitsBefore
     const median = (xs) => { const a = [...xs].sort((x, y) => x - y); return a.length % 2 ? a[(a.length - 1) / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2 }
     const mid = [...rounds].sort((a, b) => a.ratio.p50 - b.ratio.p50)[Math.floor((rounds.length - 1) / 2)]
     return {
-      local_hit: {
         what: 'REST execute of a deterministic add (same arguments: a result-cache hit) vs REST resolve of the same RUFID, 1 connection',
         rounds,
         // the result cache's hit counter over the load (warm-up requests included): every execute was a hit
@@ -752,9 +808,194 @@ export async function results({ smoke, log }) {
         baseline: mid.resolve,
         ratio_p50: median(rounds.map((r) => r.ratio.p50)),
         ratio_p99: median(rounds.map((r) => r.ratio.p99)),
-      },
+        cpu_ratio: median(rounds.map((r) => r.cpu_ratio)),
     }
   } finally {
     await daemon.stop()
+  }
+}
+
+/**
+ * Issue 18's federation goal: a remote hit on 5 federated daemons. A deterministic `add` is
+ * published on node A and run there once for each of N argument sets (each a miss on A: it runs
+ * and offers its result to the key's rendezvous holders); then node B executes each argument set
+ * twice over REST: the first is a remote hit (B's cache misses, a member answers, B verifies the
+ * receipt and the result), the second a local hit of the same entry on the same node. Argument sets
+ * are chosen (by the same rendezvous order the nodes use) so that B is not one of the holders A
+ * offered to: B must ask. Checked, else the suite fails: B's remote_hit counter grew by exactly the
+ * number of first calls, its hit counter by the second calls, no miss, no execution ran in B's
+ * sandbox, every first answer is `cached: true` with A's receipt.
+ * Baselines of the same run: (a) a raw libp2p request/response round trip between two plain
+ * js-libp2p nodes (TCP, Noise, Yamux; one stream per request) carrying the real request and the
+ * real answer's bytes, plus one receipt verification as the daemon does it (`verifyReceipt` with
+ * the CA, the arguments and the result); (b) a 50 ms busy-wait function (not deterministic)
+ * executed on B over REST.
+ */
+async function remoteHit({ smoke, log }) {
+  const out = {}
+  const N = smoke ? 12 : 200
+  const WARM = smoke ? 2 : 10
+  const cluster = await startFederatedDaemons({ count: 5, log })
+  log('results: remote hit — 5 daemons list 5 members')
+  const echo = { peer: undefined, client: undefined }
+  try {
+    const { daemons, caCertPem } = cluster
+    const [A, B] = [daemons[0], daemons[3]]
+    out.federation_nodes_listed = cluster.listed
+    const { argumentsDigest, lockfileDigest, verifyReceipt } = await dist('core/receipt.js')
+    const { resultCacheKey } = await dist('engine/executions/result-cache.js')
+    const { rendezvousOrder } = await dist('federation/result-provider.js')
+    const tag = Date.now().toString(36)
+    const name = `radd_${tag}`
+    const created = await postJson(`${A.base}/api/v1/functions/create`, {
+      ...ADD_JS, function_name: name, source_code: `function ${name}(a, b) {\n  return a + b\n}\n`, manifest: { schemaVersion: '1.0', name, deterministic: true },
+    })
+    if (created.status !== 201) throw new Error(`publish on A: ${created.status} ${JSON.stringify(created.body).slice(0, 300)}`)
+    const busyName = `busy50_${tag}`
+    const busy = await postJson(`${A.base}/api/v1/functions/create`, {
+      function_name: busyName, signature: '()', language: 'javascript',
+      source_code: `function ${busyName}() {\n  const end = Date.now() + 50\n  let spins = 0\n  while (Date.now() < end) spins++\n  return spins > 0\n}\n`,
+    })
+    if (busy.status !== 201) throw new Error(`publish of the 50 ms function on A: ${busy.status} ${JSON.stringify(busy.body).slice(0, 300)}`)
+    const short = created.body.rufid_short
+    log('results: remote hit — published on A, waiting for B to resolve both functions')
+    // B has both once replication brought them
+    const until = Date.now() + 30_000
+    for (const r of [short, busy.body.rufid_short]) {
+      while ((await postJson(`${B.base}/api/v1/functions/resolve`, { rufid: r })).status !== 200) {
+        if (Date.now() > until) throw new Error(`${r} did not reach B within 30 s`)
+        await new Promise((res) => setTimeout(res, 50))
+      }
+    }
+    const resolved = await postJson(`${A.base}/api/v1/functions/resolve`, { rufid: short })
+    const fields = { tenant: created.body.full_rufid.split(':')[3], content_digest: created.body.content_digest, lockfile_digest: lockfileDigest(resolved.body.lockfile ?? null) }
+    // argument sets whose holders (the key's first 2 members in rendezvous order, A excluded) are
+    // not B, so that B must ask, and whose first candidate for B is A, so that the first member B
+    // asks has the result whether or not A's offers to the holders (in the background) landed
+    const notA = daemons.filter((d) => d !== A).map((d) => d.peerId)
+    const notB = daemons.filter((d) => d !== B).map((d) => d.peerId)
+    const argSets = []
+    for (let i = 1; argSets.length < N + WARM; i++) {
+      const args = { a: i, b: 1_000_000 }
+      const key = resultCacheKey({ ...fields, arguments_digest: argumentsDigest(args) })
+      if (!rendezvousOrder(key, notA).slice(0, 2).includes(B.peerId) && rendezvousOrder(key, notB)[0] === A.peerId) argSets.push(args)
+    }
+    log(`results: remote hit — ${argSets.length} results computed on A`)
+    for (const args of argSets) {
+      const r = await postJson(`${A.base}/api/v1/functions/${short}/execute`, { arguments: args })
+      if (r.status !== 200 || r.body.cached !== false || r.body.result !== args.a + args.b) throw new Error(`A's first run of ${JSON.stringify(args)}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`)
+    }
+    const metricsOf = async (d) => {
+      const text = await (await fetch(`${d.base}/metrics`)).text()
+      const sum = (prefix) => text.split('\n').filter((l) => l.startsWith(prefix)).reduce((n, l) => n + Number(l.split(' ').pop()), 0)
+      return {
+        remote_hit: sum('svc_result_cache_lookups_total{result="remote_hit"}'),
+        hit: sum('svc_result_cache_lookups_total{result="hit"}'),
+        miss: sum('svc_result_cache_lookups_total{result="miss"}'),
+        sandbox_runs: sum('svc_function_executions_total{'),
+      }
+    }
+    const executeOnB = (args) => postJson(`${B.base}/api/v1/functions/${short}/execute`, { arguments: args })
+    log(`results: remote hit — ${N} remote hits on B (each followed by a local hit of the same entry), ${WARM} warm-up`)
+    const before = await metricsOf(B)
+    const remote = []
+    const local = []
+    let sample
+    for (const [i, args] of argSets.entries()) {
+      let t = performance.now()
+      const first = await executeOnB(args)
+      const remoteMs = performance.now() - t
+      if (first.status !== 200 || first.body.cached !== true || first.body.result !== args.a + args.b || first.body.receipt?.peer_id !== A.peerId) {
+        throw new Error(`B's first call of ${JSON.stringify(args)} was not answered from A's result: ${first.status} ${JSON.stringify(first.body).slice(0, 400)}`)
+      }
+      t = performance.now()
+      const second = await executeOnB(args)
+      const localMs = performance.now() - t
+      if (second.status !== 200 || second.body.cached !== true || second.body.result !== args.a + args.b) throw new Error(`B's second call of ${JSON.stringify(args)}: ${second.status} ${JSON.stringify(second.body).slice(0, 300)}`)
+      if (i >= WARM) {
+        remote.push(remoteMs)
+        local.push(localMs)
+      }
+      if (i === 0) sample = { args, result: first.body.result, receipt: first.body.receipt }
+    }
+    const after = await metricsOf(B)
+    const counted = Object.fromEntries(Object.keys(before).map((k) => [k, after[k] - before[k]]))
+    out.counters_on_b = counted
+    if (counted.remote_hit !== argSets.length || counted.hit !== argSets.length || counted.miss !== 0 || counted.sandbox_runs !== 0) {
+      throw new Error(`B's first calls were not all remote hits (or B ran something): ${JSON.stringify(counted)} for ${argSets.length} argument sets`)
+    }
+
+    log('results: remote hit — baselines: 50 ms function on B, raw libp2p round trip, receipt verification')
+    const busyUrl = `${B.base}/api/v1/functions/${busy.body.rufid_short}/execute`
+    const busyRuns = await timeLoop(smoke ? 3 : 30, async () => {
+      const r = await postJson(busyUrl, { arguments: {} })
+      if (r.status !== 200 || r.body.result !== true || r.body.cached !== false) throw new Error(`the 50 ms function on B: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`)
+    }, 2)
+
+    // (a) two plain js-libp2p nodes, the real request and answer bytes, one stream per request
+    // what B sends and what a holder answers (the daemon's wire form: {ok: answer})
+    const request = Buffer.from(JSON.stringify({ op: 'get', ...fields, arguments_digest: sample.receipt.arguments_digest }), 'utf8')
+    const answer = JSON.stringify({ ok: { found: true, result: sample.result, receipts: [sample.receipt] } })
+    const PROTO = '/svc/bench-result-echo/1.0.0'
+    echo.peer = await startPeer('libp2p-echo', { protocol: PROTO, answer })
+    await dist('polyfill.js')
+    const { createLibp2p } = await import('libp2p')
+    const { tcp } = await import('@libp2p/tcp')
+    const { noise } = await import('@chainsafe/libp2p-noise')
+    const { yamux } = await import('@libp2p/yamux')
+    const { lpStream } = await import('@libp2p/utils')
+    const { multiaddr } = await import('@multiformats/multiaddr')
+    echo.client = await createLibp2p({ transports: [tcp()], connectionEncrypters: [noise()], streamMuxers: [yamux()] })
+    const target = multiaddr(echo.peer.address)
+    await echo.client.dial(target)
+    let answerBytes = 0
+    const rtt = await timeLoop(smoke ? 30 : 500, async () => {
+      const stream = await echo.client.dialProtocol(target, PROTO)
+      const lp = lpStream(stream)
+      await lp.write(request)
+      const got = await lp.read()
+      await stream.close()
+      answerBytes = got.byteLength
+    }, 20)
+    if (answerBytes !== Buffer.byteLength(answer)) throw new Error(`the echo answered ${answerBytes} bytes, not the ${answer.length} of a real answer`)
+    // as the daemon verifies an answer of a member whose certificate it already found issued by the
+    // CA (every hit after a member's first: src/federation/result-provider.ts), and a first time
+    const verify = timeLoopSync(smoke ? 50 : 1000, () => verifyReceipt(sample.receipt, { revoked: [], args: sample.args, result: sample.result }), 20)
+    const verifyWithCa = timeLoopSync(smoke ? 50 : 1000, () => verifyReceipt(sample.receipt, { caCertPem, revoked: [], args: sample.args, result: sample.result }), 20)
+    // the bare Ed25519 verification inside it, for reference
+    const { generateKeyPairSync, sign, verify: edVerify } = await import('node:crypto')
+    const keys = generateKeyPairSync('ed25519')
+    const message = Buffer.alloc(520, 7)
+    const signature = sign(null, message, keys.privateKey)
+    const bareVerify = timeLoopSync(smoke ? 50 : 1000, () => edVerify(null, message, keys.publicKey, signature), 20)
+
+    out.what = 'REST execute on node B of a deterministic add computed on node A (5 federated daemons): B asks the key\'s rendezvous holders over /svc/result/1.0.0, verifies receipt and result, answers cached:true; each such call followed by a local hit of the same entry on B'
+    out.argument_sets = argSets.length
+    out.warmup = WARM
+    out.remote_hit = summarize(remote)
+    out.local_hit_same_node = summarize(local)
+    out.remote_added = {
+      p50_ms: Math.round((out.remote_hit.p50_ms - out.local_hit_same_node.p50_ms) * 1000) / 1000,
+      p99_ms: Math.round((out.remote_hit.p99_ms - out.local_hit_same_node.p99_ms) * 1000) / 1000,
+    }
+    out.baseline_libp2p_rtt = { ...summarize(rtt), request_bytes: request.byteLength, answer_bytes: answerBytes }
+    out.baseline_verify_receipt = { ...summarize(verify), what: 'verifyReceipt(receipt, {revoked, args, result}) of a certificate already found issued by the CA, as the daemon verifies each answer after a member\'s first' }
+    out.reference_verify_receipt_with_ca = summarize(verifyWithCa)
+    out.reference_ed25519_verify_520_bytes = summarize(bareVerify)
+    out.baseline_rtt_plus_verify = {
+      p50_ms: Math.round((out.baseline_libp2p_rtt.p50_ms + out.baseline_verify_receipt.p50_ms) * 1000) / 1000,
+      p99_ms: Math.round((out.baseline_libp2p_rtt.p99_ms + out.baseline_verify_receipt.p99_ms) * 1000) / 1000,
+    }
+    out.baseline_busy_50ms = summarize(busyRuns)
+    out.ratio_added_vs_rtt_plus_verify = ratio(out.remote_added, out.baseline_rtt_plus_verify)
+    out.ratio_end_to_end_vs_rtt_plus_verify = ratio(out.remote_hit, out.baseline_rtt_plus_verify)
+    out.ratio_busy_50ms_vs_remote_hit = ratio(out.baseline_busy_50ms, out.remote_hit)
+    // the best any remote hit could do on this machine: the 50 ms function over rtt + verification alone
+    out.ratio_busy_50ms_vs_rtt_plus_verify = ratio(out.baseline_busy_50ms, out.baseline_rtt_plus_verify)
+    return out
+  } finally {
+    await echo.client?.stop().catch(() => undefined)
+    await echo.peer?.stop().catch(() => undefined)
+    await cluster.stop()
   }
 }

@@ -69,6 +69,8 @@ export interface ResultProviderComponents {
 const HEX64 = /^[0-9a-f]{64}$/
 /** receipts one answer may carry (a quorum needs a few; more is not looked at) */
 const MAX_RECEIPTS = 16
+/** certificates remembered as issued by the CA (members, and members that left) */
+const MAX_CHAINED = 1024
 
 /** Members in rendezvous order for `key`: highest sha256(key, member) first. */
 export function rendezvousOrder(key: string, peerIds: readonly string[]): string[] {
@@ -92,6 +94,12 @@ export class ResultProvider {
   private readonly init: Required<Omit<ResultProviderInit, 'revoked' | 'trustedSigners'>> & { revoked: readonly string[]; trustedSigners: ReadonlySet<string> }
   private readonly log: FederationLogger
   private readonly random: () => number
+  /**
+   * Certificates (their exact PEM text) that verified as issued by the federation CA: whether a
+   * certificate is issued by a CA depends on those two texts only, so it is checked once. Its
+   * validity period, the PeerId it binds and the revocation list are checked on every receipt.
+   */
+  private readonly chained = new Set<string>()
 
   constructor(init: ResultProviderInit, private readonly c: ResultProviderComponents) {
     this.init = {
@@ -219,6 +227,13 @@ export class ResultProvider {
 
   // ---- verification -------------------------------------------------------------------------------
 
+  /** Adds a certificate that verified under the CA to `chained` (bounded: the oldest goes first). */
+  private rememberChained(pem: string): void {
+    if (this.chained.has(pem)) return
+    if (this.chained.size >= MAX_CHAINED) this.chained.delete(this.chained.values().next().value as string)
+    this.chained.add(pem)
+  }
+
   private trusted(r: Receipt): boolean {
     return this.init.trust !== 'trusted_signers' || this.init.trustedSigners.has(r.peer_id)
   }
@@ -242,9 +257,14 @@ export class ResultProvider {
     for (const raw of receipts) {
       let receipt: Receipt
       try {
+        const pem = (raw as { certificate?: unknown } | null)?.certificate
+        const chained = typeof pem === 'string' && this.chained.has(pem)
+        // a certificate already found issued by the CA is not checked against it again (the CA's
+        // parse and signature check were most of a verification); every other step runs every time
         receipt = verifyReceipt(raw, {
-          caCertPem: this.init.caCertPem, revoked: this.init.revoked, result: result ?? null, ...(query ? { args: query.args } : {}),
+          ...(chained ? {} : { caCertPem: this.init.caCertPem }), revoked: this.init.revoked, result: result ?? null, ...(query ? { args: query.args } : {}),
         }).receipt
+        if (!chained) this.rememberChained(receipt.certificate)
       } catch (err) {
         if (isReceiptError(err)) return { ok: false, failure: err.failure, detail: err.message }
         return { ok: false, failure: 'malformed', detail: (err as Error).message }

@@ -149,6 +149,24 @@ describe('npm run bench --smoke', () => {
     expect(typeof h.ratio_p50).toBe('number')
   })
 
+  it('results: a remote hit on 5 federated daemons, every first call on B a remote hit, against the libp2p round trip + a verification and a 50 ms function', () => {
+    const s = results.sections.results
+    expect(s.status, String(s.remote?.status)).toBeUndefined()
+    const r = s.remote
+    expect(r.federation_nodes_listed).toEqual([5, 5, 5, 5, 5])
+    // B's counters over its calls: each argument set one remote hit then one local hit, nothing run there
+    expect(r.counters_on_b).toEqual({ remote_hit: r.argument_sets, hit: r.argument_sets, miss: 0, sandbox_runs: 0 })
+    for (const l of [r.remote_hit, r.local_hit_same_node, r.baseline_libp2p_rtt, r.baseline_verify_receipt, r.baseline_busy_50ms]) isLatency(l)
+    expect(r.remote_hit.n).toBe(r.argument_sets - r.warmup)
+    expect(typeof r.remote_added.p50_ms).toBe('number')
+    // the baseline carried the real request and answer sizes
+    expect(r.baseline_libp2p_rtt.answer_bytes).toBeGreaterThan(1000)
+    expect(r.baseline_libp2p_rtt.request_bytes).toBeGreaterThan(100)
+    for (const x of [r.ratio_added_vs_rtt_plus_verify, r.ratio_end_to_end_vs_rtt_plus_verify, r.ratio_busy_50ms_vs_remote_hit]) isRatio(x)
+    const goals = (results.goals as Json[]).map((g) => g.goal as string)
+    expect(goals.filter((g) => g.startsWith('issue 18: remote hit') || g.startsWith('issue 18: 50 ms')).length).toBe(3)
+  })
+
   it('federation: figures, or an explicit "not available" status', () => {
     const f = results.sections.federation
     if (f.baseline_libp2p_request_response !== undefined) isLatency(f.baseline_libp2p_request_response)

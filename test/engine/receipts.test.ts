@@ -114,6 +114,37 @@ describe('receipts and the result cache (engine)', () => {
     expect(metrics).toMatch(/result="miss"} [1-9]/)
   })
 
+  it('answers asynchronous executions of a deterministic function from the cache too, and fills it from them', async () => {
+    const { rufid } = await engine.functions.create(dev, { ...addJs, function_name: 'addLater', source_code: 'function addLater(a, b) { return a + b }', manifest: manifest('addLater', { deterministic: true }) })
+    const target = engine.functions.target(dev, rufid)
+    const finished = async (id: string): Promise<ExecutionRecord> => {
+      await engine.executions.drain()
+      return engine.executions.get(dev, id)
+    }
+    const before = sandboxCalls
+    const q1 = await engine.executions.submit(dev, target, { a: 1, b: 2 })
+    expect(q1.status).toBe('queued')
+    const first = await finished(q1.execution_id)
+    expect(first).toMatchObject({ status: 'success', result: 3 })
+    expect(first.cached).toBeUndefined()
+    expect(first.receipt).toMatchObject({ execution_id: q1.execution_id, status: 'success' })
+    expect(sandboxCalls).toBe(before + 1)
+    // the same arguments again, asynchronously: the queued record ends as a hit, nothing runs
+    const q2 = await engine.executions.submit(dev, target, { a: 1, b: 2 })
+    expect(q2.status).toBe('queued')
+    const second = await finished(q2.execution_id)
+    expect(second).toMatchObject({ execution_id: q2.execution_id, status: 'success', result: 3, cached: true, cache_source: 'local' })
+    expect(second.receipt).toEqual(first.receipt)
+    expect(sandboxCalls).toBe(before + 1)
+    expect(events.find((e) => e.execution_id === q2.execution_id)).toMatchObject({ cached: true, status: 'success' })
+    // and synchronously
+    expect(await engine.executions.execute(dev, target, { a: 1, b: 2 })).toMatchObject({ cached: true, result: 3 })
+    expect(sandboxCalls).toBe(before + 1)
+    // other arguments run
+    expect((await finished((await engine.executions.submit(dev, target, { a: 1, b: 3 })).execution_id)).result).toBe(4)
+    expect(sandboxCalls).toBe(before + 2)
+  })
+
   it('gives a deterministic function seeded randomness, a fixed clock, no WeakRef, and no state between calls', async () => {
     const { rufid } = await engine.functions.create(dev, { ...entropyJs, manifest: manifest('entropy', { deterministic: true }) })
     const target = engine.functions.target(dev, rufid)

@@ -4,9 +4,9 @@
 // certificates from the same CA — that answer /svc/result/1.0.0 with receipts they sign with
 // their own keys (so every answer verifies; only the policy decides whether it counts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { argumentsDigest, resultDigest, signReceipt, type Receipt, type ReceiptSigner } from '../../src/core/receipt.js'
-import type { AuditEntry, Engine, EngineComponents, FederationPort } from '../../src/engine/index.js'
-import { issueNodeCertificate } from '../../src/federation/certificates.js'
+import { argumentsDigest, receiptDigest, resultDigest, signReceipt, type Receipt, type ReceiptSigner } from '../../src/core/receipt.js'
+import type { AuditEntry, Engine, EngineComponents, ExecutionEvent, FederationPort } from '../../src/engine/index.js'
+import { createFederationCa, issueNodeCertificate } from '../../src/federation/certificates.js'
 import type { FederationNode } from '../../src/federation/node.js'
 import { timeOrderedId } from '../../src/engine/ids.js'
 import { receiptSignerOf } from '../../src/federation/receipt-signer.js'
@@ -205,5 +205,41 @@ describe('result trust policy (engine + libp2p members)', () => {
     expect(sandboxCalls).toBe(runs + 1)
     await new Promise((r) => setTimeout(r, 200))
     expect((await auditOf('federation.result.conflict')).some((e) => e.result.includes(argumentsDigest({ x: 42 })))).toBe(false)
+  })
+
+  it('a member\'s certificate is checked against the CA once: the same PeerId with a foreign CA\'s certificate is still refused', async () => {
+    const [m1] = members as [Member, Member, Member]
+    usePolicy({ trust: 'any_member' })
+    holds(m1)
+    // m1's certificate verifies under the CA and is remembered as issued by it
+    const events: ExecutionEvent[] = []
+    const listener = (e: ExecutionEvent) => events.push(e)
+    engine.events.on('execution', listener)
+    let before = sandboxCalls
+    const remote = await call(51)
+    expect(remote).toMatchObject({ cached: true, cache_source: 'remote', result: { x: 51, square: 2601 } })
+    expect(sandboxCalls).toBe(before)
+    // the remote receipt's digest is in the event of the remote hit and of the local hits after it
+    const again = await call(51)
+    engine.events.off('execution', listener)
+    expect(again.receipt).toEqual(remote.receipt)
+    for (const r of [remote, again]) expect(events.find((e) => e.execution_id === r.execution_id)?.receipt_digest).toBe(receiptDigest(remote.receipt as Receipt))
+    // m1's own key, but a certificate binding its PeerId from another CA: remembering by PeerId
+    // (or by anything but the certificate itself) would let it through
+    const foreign = createFederationCa({ name: 'foreign CA' })
+    const forged: ReceiptSigner = { ...m1.signer, certificatePem: issueNodeCertificate(foreign, m1.signer.peerId).certPem }
+    m1.answer = async (x) => ({ found: true, result: { x, square: x * x }, receipts: [await receiptBy(forged, x)] })
+    before = sandboxCalls
+    const record = await call(52)
+    expect(record.cached).toBeUndefined()
+    expect((record.receipt as Receipt).peer_id).toBe(template.peer_id)
+    expect(sandboxCalls).toBe(before + 1)
+    const refused = await waitFor(async () => (await auditOf('federation.result.refused')).find((e) => e.result.includes(argumentsDigest({ x: 52 }))), 5_000) as AuditEntry
+    expect(refused.result).toContain('foreign_ca')
+    // and its genuine certificate still counts afterwards
+    holds(m1)
+    before = sandboxCalls
+    expect(await call(53)).toMatchObject({ cached: true, cache_source: 'remote', result: { x: 53, square: 2809 } })
+    expect(sandboxCalls).toBe(before)
   })
 })

@@ -112,7 +112,9 @@ export class ExecutionService {
     await this.c.store.putExecution(queued)
     const task = (async () => {
       await this.c.store.putExecution({ ...queued, status: 'running', started_at: new Date().toISOString() })
-      await this.run(principal, fn, normalizedArgs, queued.execution_id, { argsDigest: argumentsDigestOrUndefined(normalizedArgs), deterministic: isDeterministic(fn) })
+      // a deterministic function is answered from the result cache (or a member's receipt) like a synchronous call
+      if (isDeterministic(fn)) await this.executeDeterministic(principal, fn, normalizedArgs, queued.execution_id)
+      else await this.run(principal, fn, normalizedArgs, queued.execution_id, { argsDigest: argumentsDigestOrUndefined(normalizedArgs), deterministic: false })
     })().catch(async (err: unknown) => {
       const e = err instanceof SvcError ? err : new SvcError('INTERNAL_ERROR', 'execution could not run')
       await this.c.store.putExecution({
@@ -161,10 +163,10 @@ export class ExecutionService {
    * verified receipt (federation), else run here (in a deterministic sandbox context) and its result
    * and receipt kept and offered to the federation. Identical calls in flight here run once.
    */
-  private async executeDeterministic(principal: Principal, fn: FunctionVersion, args: Record<string, unknown> | unknown[]): Promise<ExecutionRecord> {
+  private async executeDeterministic(principal: Principal, fn: FunctionVersion, args: Record<string, unknown> | unknown[], id?: string): Promise<ExecutionRecord> {
     const argsDigest = argumentsDigestOrUndefined(args)
     // arguments without a canonical form cannot be keyed: run, uncached
-    if (argsDigest === undefined) return this.run(principal, fn, args, undefined, { argsDigest, deterministic: true })
+    if (argsDigest === undefined) return this.run(principal, fn, args, id, { argsDigest, deterministic: true })
     const started = performance.now()
     const started_at = new Date().toISOString()
     const fields: ResultKeyFields = {
@@ -172,7 +174,7 @@ export class ExecutionService {
     }
     const key = resultCacheKey(fields)
     const held = this.trustedEntry(this.results.get(key)) ?? await this.inflight.get(key)?.catch(() => undefined)
-    if (held !== undefined) return this.answerFromCache(principal, fn, held, 'hit', started, started_at)
+    if (held !== undefined) return this.answerFromCache(principal, fn, held, 'hit', started, started_at, id)
 
     let settle!: (entry: CachedResult | undefined) => void
     this.inflight.set(key, new Promise((r) => { settle = r }))
@@ -183,10 +185,10 @@ export class ExecutionService {
         const entry: CachedResult = { ...fields, result: remote.result, resultBytes: remote.resultBytes, receipts: remote.receipts, source: 'remote' }
         this.results.put(key, entry)
         settle(entry)
-        return await this.answerFromCache(principal, fn, entry, 'remote_hit', started, started_at)
+        return await this.answerFromCache(principal, fn, entry, 'remote_hit', started, started_at, id)
       }
       this.countLookup('miss')
-      const record = await this.run(principal, fn, args, undefined, { argsDigest, deterministic: true })
+      const record = await this.run(principal, fn, args, id, { argsDigest, deterministic: true })
       if (record.status === 'success') {
         const resultBytes = JSON.stringify(record.result ?? null).length
         const entry: CachedResult = { ...fields, result: record.result ?? null, resultBytes, receipts: record.receipt ? [record.receipt] : [], source: 'local' }
@@ -221,11 +223,11 @@ export class ExecutionService {
    * An answer from a stored result: a new execution record (`cached: true`) with the stored result
    * and the receipt of the execution that computed it, unchanged; nothing runs.
    */
-  private async answerFromCache(principal: Principal, fn: FunctionVersion, entry: CachedResult, how: 'hit' | 'remote_hit', started: number, started_at: string): Promise<ExecutionRecord> {
+  private async answerFromCache(principal: Principal, fn: FunctionVersion, entry: CachedResult, how: 'hit' | 'remote_hit', started: number, started_at: string, id?: string): Promise<ExecutionRecord> {
     this.countLookup(how)
     const receipt = entry.receipts[0] ?? null
     const record: ExecutionRecord = {
-      ...this.recordBase(principal, fn, timeOrderedId('ex_')),
+      ...this.recordBase(principal, fn, id ?? timeOrderedId('ex_')),
       status: 'success',
       started_at,
       finished_at: new Date().toISOString(),
@@ -238,11 +240,14 @@ export class ExecutionService {
       cache_source: how === 'hit' && entry.source === 'local' ? 'local' : 'remote',
     }
     await this.c.store.putExecution(record, this.recordUsage(record, this.stats.get(statsKey(fn)) ?? await this.loadStats(fn)))
-    this.publish(fn, record)
+    // a receipt read back or received from a member is digested once per entry, not once per hit
+    if (receipt !== null) entry.receiptDigest ??= receiptDigest(receipt)
+    this.publish(fn, record, entry.receiptDigest)
     return record
   }
 
-  private publish(fn: FunctionVersion, record: ExecutionRecord): void {
+  /** `digest`: the receipt's digest when the caller knows it (else computed: once per receipt signed here). */
+  private publish(fn: FunctionVersion, record: ExecutionRecord, digest?: string): void {
     this.c.events.publishExecution({
       execution_id: record.execution_id,
       rufid: record.rufid,
@@ -254,7 +259,7 @@ export class ExecutionService {
       execution_time_ms: record.execution_time_ms ?? 0,
       error_code: record.error?.code ?? null,
       timestamp: record.finished_at!,
-      receipt_digest: record.receipt ? receiptDigest(record.receipt) : null,
+      receipt_digest: record.receipt ? (digest ?? receiptDigest(record.receipt)) : null,
       cached: record.cached === true,
     })
   }

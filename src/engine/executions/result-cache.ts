@@ -35,6 +35,8 @@ export interface CachedResult extends ResultKeyFields {
    * trust policy accepts its receipts: `FederationPort.acceptsResult`)
    */
   source: 'local' | 'remote' | 'offered'
+  /** the digest of `receipts[0]` (what a hit's event carries), kept at the first hit that needed it */
+  receiptDigest?: string
 }
 
 export interface ResultCacheInit {
