@@ -68,8 +68,7 @@ export interface CatalogSyncInit {
   retireOriginsAfterMs?: number
 }
 
-/** The summary exchange's body (either form), as `/svc/sync-summary/1.0.0` carries it. */
-type SummaryRequest = { root: string } | (Partial<SyncBatch> & { active: VersionVector; retired: string })
+/** The summary exchange's answer (to `{ root }`, or to a compacted vector with changes), as `/svc/sync-summary/1.0.0` carries it. */
 type SummaryAnswer = { root: string } | (Omit<SyncBatch, 'vector'> & CompactVector) | ({ retired_mismatch: true } & CompactVector)
 
 /** How the sync rounds this node started ended (for operators' logs and the tests). */
