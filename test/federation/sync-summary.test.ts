@@ -3,7 +3,7 @@
 // (`/svc/sync-summary/1.0.0`), then a vector of active origins plus the digest of retired ones,
 // then the whole vector (`/svc/sync/1.0.0`) when the retired parts differ or the member is of an
 // earlier build. The catalog holds many origins, made by hand with signed changes.
-// SYNC_SUMMARY_ORIGINS=1000 makes a larger catalog for the figures of docs/federation-scale.md.
+// SYNC_SUMMARY_ORIGINS=900 makes a larger catalog for the figures of docs/federation-scale.md.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { CatalogChange, Engine, VersionChange } from '../../src/engine/index.js'
 import { issueNodeCertificate } from '../../src/federation/certificates.js'
@@ -170,12 +170,10 @@ describe('sync by summary: roots first, active origins when they differ, the who
     const compactC = c.engine.replication.compactVector(Date.now() - RETENTION_MS)
     expect(compactA.active).not.toHaveProperty(origins[RETIRED + ACTIVE]!.origin) // retired: absent from the active part
     expect(compactA.retired).not.toBe(compactC.retired)
-    const rounds = { ...c.federation.catalog.rounds }
-    c.federation = await startFederation(c, [addr(a)])
+    c.federation = await startFederation(c, [addr(a)]) // a new CatalogSync: its rounds count from 0
     all.push(c)
     await waitFor(async () => (await digestOf(c)) === (await digestOf(a)), SLACK_MS, 100)
     expect(c.federation.catalog.rounds.full).toBeGreaterThan(0)
-    expect(rounds).toBeDefined()
     for (const change of missed) expect(c.engine.replication.versionVector()[change.origin]).toBeGreaterThanOrEqual(change.seq)
   }, 30_000 + 2 * SLACK_MS)
 
