@@ -12,8 +12,9 @@
 //   2. Kademlia lookups (k=20, alpha=3) over real XOR distances between random 48-bit ids, each
 //      node's routing table sampled per bucket: hops, messages and time of a provider lookup, and
 //      the member-by-member walk it replaces;
-//   3. anti-entropy sync after a partition: version-vector sync (today) against a vector compacted
-//      to active origins and a Merkle summary by key range (the designs of issue 17, item 4);
+//   3. anti-entropy sync after a partition: whole version-vector sync (before), a vector compacted
+//      to active origins, a Merkle summary by key range (the designs weighed for issue 17, item 4),
+//      and what is built: roots first, then the compacted vector when they differ;
 //   4. memory and traffic per node.
 // Parameters measured on the 20-node runs (bench/churn.js) are read from --params when given.
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -50,6 +51,14 @@ export const DEFAULTS = {
   vectorEntryBytes: 62,
   /** anti-entropy: one sync with one random member this often (svc-node default 2 s) */
   syncIntervalMs: 2000,
+  /**
+   * built design (catalog-sync.ts, /svc/sync-summary/1.0.0): bytes of the root exchange's request
+   * and of its answer, JSON (measured: 75 + 82 B, test/federation/sync-summary.test.ts)
+   */
+  summaryRootRequestBytes: 75,
+  summaryRootAnswerBytes: 82,
+  /** share of origins active (a change within the retention period, a week): assumed 5 % */
+  activeShare: 0.05,
   /** Merkle summary fan-out (children per node) */
   merkleFanout: 16,
   /** bytes of one hash in a summary exchange */
@@ -402,7 +411,7 @@ export function simulateDht(n, p, lookups = 200) {
 
 export function syncAndMemory(n, p) {
   const origins = n // every member published at some point
-  const activeOrigins = Math.min(n, Math.max(20, Math.round(n * 0.05))) // assumed: 5 % publish in a given week
+  const activeOrigins = Math.min(n, Math.max(20, Math.round(n * p.activeShare))) // assumed: 5 % publish in a given week
   const entries = n * p.functionsPerMember
   const vectorBytes = origins * p.vectorEntryBytes
   const compactVectorBytes = activeOrigins * p.vectorEntryBytes + 64 // + the digest of the folded origins
@@ -416,6 +425,9 @@ export function syncAndMemory(n, p) {
   const steadyVector = (2 * vectorBytes * 1000) / p.syncIntervalMs
   const steadyCompact = (2 * compactVectorBytes * 1000) / p.syncIntervalMs
   const steadyMerkle = (2 * p.hashBytes * 1000) / p.syncIntervalMs
+  // built: one root exchange per sync interval (each node starts one and answers one on average)
+  const rootExchange = p.summaryRootRequestBytes + p.summaryRootAnswerBytes
+  const steadyBuilt = (rootExchange * 1000) / p.syncIntervalMs
   const conns = Math.min(n - 1, p.maxConnections)
   const fullMeshConns = n - 1
   const providerRecords = (n * p.functionsPerMember * p.providersPerFunction * p.k) / n // records each node stores
@@ -428,9 +440,19 @@ export function syncAndMemory(n, p) {
       version_vector: Math.round(vectorBytes * 2 + missed * p.changeBytes),
       compacted_vector: Math.round(compactVectorBytes * 2 + missed * p.changeBytes),
       merkle_summary: Math.round(merkleBytes + missed * p.changeBytes),
+      // roots, then both compacted vectors with the changes (retired digests equal)
+      built_root_then_compacted: Math.round(rootExchange + compactVectorBytes * 2 + missed * p.changeBytes),
+      // a member away longer than the retention period: roots, compacted vectors, then the whole vector
+      built_away_past_retention: Math.round(rootExchange + compactVectorBytes * 2 + vectorBytes * 2 + missed * p.changeBytes),
     },
-    anti_entropy_idle_bytes_per_node_per_s: { version_vector: Math.round(steadyVector), compacted_vector: Math.round(steadyCompact), merkle_summary: Math.round(steadyMerkle) },
+    anti_entropy_idle_bytes_per_node_per_s: {
+      version_vector: Math.round(steadyVector), compacted_vector: Math.round(steadyCompact), merkle_summary: Math.round(steadyMerkle),
+      built_root_then_compacted: Math.round(steadyBuilt),
+    },
     change_traffic_bytes_per_node_per_s: Math.round(changesPerSecond * 0), // filled by the caller from the gossip figure
+    vector_bytes: vectorBytes,
+    compacted_vector_bytes: compactVectorBytes,
+    root_exchange_bytes: rootExchange,
     changes_per_s_federation: Math.round(changesPerSecond * 100) / 100,
     memory_mb: { capped_connections: r1(memoryMb(conns)), full_mesh: r1(memoryMb(fullMeshConns)) },
   }
@@ -447,6 +469,11 @@ export function run(params, sizes) {
     const dht = simulateDht(n, p, n >= 5000 ? 100 : 200)
     const sm = syncAndMemory(n, p)
     sm.change_traffic_bytes_per_node_per_s = Math.round(sm.changes_per_s_federation * gossip.bytes_per_node_per_change)
+    // built, while changes flow: two members' roots differ when a change is in flight between them
+    // (gossiped within the last ~p99 ms), and then the compacted vectors go both ways
+    const pDiffer = 1 - Math.exp(-sm.changes_per_s_federation * (gossip.p99_ms / 1000))
+    sm.roots_differ_share_busy = Math.round(pDiffer * 1000) / 1000
+    sm.anti_entropy_idle_bytes_per_node_per_s.built_while_changes_flow = Math.round(((sm.root_exchange_bytes + pDiffer * 2 * sm.compacted_vector_bytes) * 1000) / p.syncIntervalMs)
     rows.push({ n, gossip, gossip_no_churn: gossipNoChurn, dht, sync_memory: sm })
   }
   return { params: p, rows }
@@ -467,11 +494,13 @@ function tables(result) {
     rows.map((r) => [r.n, `${r.dht.first_provider_rounds_p50}/${r.dht.first_provider_rounds_p99}`, `${r.dht.rounds_p50}/${r.dht.rounds_p99}`, `${r.dht.messages_p50}/${r.dht.messages_p99}`,
       `${r.dht.lookup_ms_p50}/${r.dht.lookup_ms_p99}`, r.dht.routing_table_entries, r.dht.member_walk_expected_requests, r.dht.member_walk_expected_ms]))
   lines.push('Sync after a 10-minute partition, idle anti-entropy, traffic and memory per node', '')
-  t(['members', 'missed', 'sync bytes: vector / compacted / Merkle', 'idle anti-entropy B/s: vector / compacted / Merkle', 'change traffic B/s/node', 'memory MB: 64 conns / full mesh'],
+  t(['members', 'missed', 'sync bytes: vector / compacted / Merkle / **built** (away past retention)', 'idle anti-entropy B/s: vector / compacted / Merkle / **built** (while changes flow)', 'change traffic B/s/node', 'memory MB: 64 conns / full mesh'],
     rows.map((r) => {
       const s = r.sync_memory
-      return [r.n, s.changes_missed_in_10_min, `${s.sync_after_partition_bytes.version_vector} / ${s.sync_after_partition_bytes.compacted_vector} / ${s.sync_after_partition_bytes.merkle_summary}`,
-        `${s.anti_entropy_idle_bytes_per_node_per_s.version_vector} / ${s.anti_entropy_idle_bytes_per_node_per_s.compacted_vector} / ${s.anti_entropy_idle_bytes_per_node_per_s.merkle_summary}`,
+      const b = s.sync_after_partition_bytes
+      const i = s.anti_entropy_idle_bytes_per_node_per_s
+      return [r.n, s.changes_missed_in_10_min, `${b.version_vector} / ${b.compacted_vector} / ${b.merkle_summary} / **${b.built_root_then_compacted}** (${b.built_away_past_retention})`,
+        `${i.version_vector} / ${i.compacted_vector} / ${i.merkle_summary} / **${i.built_root_then_compacted}** (${i.built_while_changes_flow})`,
         s.change_traffic_bytes_per_node_per_s, `${s.memory_mb.capped_connections} / ${s.memory_mb.full_mesh}`]
     }))
   return lines.join('\n')

@@ -1,12 +1,29 @@
 import { SvcError } from '../core/errors.js'
 import type { SvcMetrics } from '../engine/metrics.js'
-import { isCatalogChange, type ApplyResult, type CatalogChange, type CatalogReplica, type SyncBatch } from '../engine/replication/catalog-replica.js'
+import { isCatalogChange, type ApplyResult, type CatalogChange, type CatalogReplica, type CompactVector, type SyncBatch, type VersionVector } from '../engine/replication/catalog-replica.js'
 import { withoutCode } from '../engine/replication/change-authenticator.js'
 import { noopLogger, type FederationLogger } from './logger.js'
 import type { FederationMember, FederationNode, GossipVerdict } from './node.js'
 
 export const CATALOG_TOPIC = 'svc/catalog/1'
 export const SYNC_PROTOCOL = '/svc/sync/1.0.0'
+/**
+ * Sync by summary first: a member sends the root of its version vector (`{ root }`) and gets the
+ * other's root back; equal roots end the exchange. Otherwise it sends its compacted vector (active
+ * origins and the digest of retired ones, with changes the other lacks) and gets the changes above
+ * it back; a member whose retired digest differs answers `retired_mismatch` and the exchange falls
+ * back to `/svc/sync/1.0.0` (the whole vector), as it does with a member of an earlier build that
+ * does not speak this protocol.
+ */
+export const SYNC_SUMMARY_PROTOCOL = '/svc/sync-summary/1.0.0'
+
+/** default retention of an origin in the active part of the vector: a week without a change */
+export const DEFAULT_RETIRE_ORIGINS_AFTER_MS = 7 * 24 * 3_600_000
+/** a member that did not speak the summary protocol is asked again after this long (it may have been upgraded) */
+const LEGACY_PEER_RECHECK_MS = 10 * 60_000
+const ROOT = /^[0-9a-f]{64}$/
+/** at most this many entries in a vector a peer sends (a federation has far fewer origins) */
+const MAX_VECTOR_ENTRIES = 1_000_000
 
 /** origin certificates a sync batch may present (a federation has far fewer members) */
 const MAX_PRESENTED_CERTIFICATES = 1_000
@@ -22,6 +39,18 @@ function certificatesOf(value: unknown): Record<string, string> {
   return out
 }
 
+/** A version vector as a peer sent it: integer entries only (bounded); anything else is empty. */
+function vectorOf(value: unknown): VersionVector {
+  const out: VersionVector = {}
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return out
+  let n = 0
+  for (const [origin, seq] of Object.entries(value as Record<string, unknown>)) {
+    if (n++ >= MAX_VECTOR_ENTRIES) break
+    if (Number.isInteger(seq) && (seq as number) > 0) out[origin] = seq as number
+  }
+  return out
+}
+
 const changesOf = (batch: Partial<SyncBatch> | null | undefined): unknown[] =>
   [batch?.added, batch?.updated, batch?.deleted].flatMap((list) => (Array.isArray(list) ? list : []))
 
@@ -32,6 +61,24 @@ const travelling = (batch: SyncBatch): SyncBatch =>
 export interface CatalogSyncInit {
   /** anti-entropy: sync with one member this often (default 2000 ms, 0 disables) */
   syncIntervalMs?: number
+  /**
+   * an origin whose last change is older than this is folded into the retired digest of the
+   * compacted vector a summary exchange sends (default a week)
+   */
+  retireOriginsAfterMs?: number
+}
+
+/** The summary exchange's answer (to `{ root }`, or to a compacted vector with changes), as `/svc/sync-summary/1.0.0` carries it. */
+type SummaryAnswer = { root: string } | (Omit<SyncBatch, 'vector'> & CompactVector) | ({ retired_mismatch: true } & CompactVector)
+
+/** How the sync rounds this node started ended (for operators' logs and the tests). */
+export interface SyncRounds {
+  /** the roots were equal: nothing more was sent */
+  equal: number
+  /** roots differed and the compacted vectors sufficed */
+  compacted: number
+  /** whole-vector sync: the member spoke no summary, or its retired digest differed */
+  full: number
 }
 
 export interface CatalogSyncComponents {
@@ -56,6 +103,9 @@ export interface CatalogSyncComponents {
 export class CatalogSync {
   private readonly log: FederationLogger
   private readonly syncing = new Map<string, Promise<void>>()
+  /** members that did not speak the summary protocol → when to ask them again (ms) */
+  private readonly legacyPeers = new Map<string, number>()
+  readonly rounds: SyncRounds = { equal: 0, compacted: 0, full: 0 }
   private readonly unsubscribe: Array<() => void> = []
   private timer: NodeJS.Timeout | undefined
 
@@ -76,12 +126,18 @@ export class CatalogSync {
       if ((replica.versionVector()[change.origin] ?? 0) < change.seq) void this.syncWith(publisher.peerId)
     }, (payload, publisher) => this.checkGossipedChange(payload, publisher))
     await node.handleMembers(SYNC_PROTOCOL, async (request, from) => this.answerSync(request as Partial<SyncBatch>, from))
+    await node.handleMembers(SYNC_SUMMARY_PROTOCOL, async (request, from) => this.answerSummary(request, from))
     this.unsubscribe.push(replica.onLocalChange((change) => this.announce(change)))
     this.unsubscribe.push(replica.onConflict((conflict) => {
       this.log.warn({ key: conflict.key, winner: conflict.winner.rufid_short, losers: conflict.losers.map((l) => l.rufid_short) }, 'catalog conflict recorded')
     }))
     this.unsubscribe.push(node.onMember((event, member) => {
-      if (event === 'joined') void this.syncWith(member.peerId)
+      if (event === 'joined') {
+        this.legacyPeers.delete(member.peerId) // it may have restarted on a newer build
+        void this.syncWith(member.peerId)
+      } else {
+        this.legacyPeers.delete(member.peerId)
+      }
     }))
     for (const member of node.members()) void this.syncWith(member.peerId)
     const every = this.init.syncIntervalMs ?? 2_000
@@ -101,6 +157,7 @@ export class CatalogSync {
     for (const u of this.unsubscribe.splice(0)) u()
     this.c.node.unsubscribe(CATALOG_TOPIC)
     await this.c.node.unhandle(SYNC_PROTOCOL)
+    await this.c.node.unhandle(SYNC_SUMMARY_PROTOCOL)
     await Promise.allSettled([...this.syncing.values()])
   }
 
@@ -159,6 +216,16 @@ export class CatalogSync {
   }
 
   private async answerSync(request: Partial<SyncBatch> | null, from?: FederationMember): Promise<SyncBatch> {
+    await this.applyRequest(request, from)
+    const vector = request?.vector !== null && typeof request?.vector === 'object' ? request.vector : {}
+    return travelling(await this.c.replica.changesSince(vector))
+  }
+
+  /**
+   * Applies the changes a sync request carries (checked against the certificates it presents and
+   * the sender's); a forged one gets the sender refused and the whole batch refused (1003).
+   */
+  private async applyRequest(request: Partial<SyncBatch> | null, from?: FederationMember): Promise<void> {
     const incoming = changesOf(request)
     if (incoming.length) {
       const presented = certificatesOf(request?.certificates)
@@ -173,8 +240,37 @@ export class CatalogSync {
         })
       }
     }
-    const vector = request?.vector !== null && typeof request?.vector === 'object' ? request.vector : {}
-    return travelling(await this.c.replica.changesSince(vector))
+  }
+
+  /** The cutoff of the active origins now: origins whose last change is older are retired. */
+  private retiredBefore(): number {
+    return Date.now() - (this.init.retireOriginsAfterMs ?? DEFAULT_RETIRE_ORIGINS_AFTER_MS)
+  }
+
+  /**
+   * `/svc/sync-summary/1.0.0`: a root is answered with ours; a compacted vector (with the changes
+   * the sender pushes) with the changes above the sender's whole vector, rebuilt from its active
+   * origins and our retired ones when the retired digests agree, else with `retired_mismatch`.
+   */
+  private async answerSummary(raw: unknown, from: FederationMember): Promise<SummaryAnswer> {
+    const request = raw as Partial<{ root: unknown; active: unknown; retired: unknown }> | null
+    const { replica } = this.c
+    if (request === null || typeof request !== 'object') throw new SvcError('VALIDATION_FAILED', 'a summary request is { root } or { active, retired, added?, updated?, deleted?, certificates? }')
+    if (request.active === undefined) {
+      if (typeof request.root !== 'string' || !ROOT.test(request.root)) throw new SvcError('VALIDATION_FAILED', 'root: 64 hex characters')
+      return { root: replica.vectorRoot() }
+    }
+    if (typeof request.retired !== 'string' || !ROOT.test(request.retired) || request.active === null || typeof request.active !== 'object') {
+      throw new SvcError('VALIDATION_FAILED', 'a compacted vector needs active (origin → seq) and retired (64 hex characters)')
+    }
+    await this.applyRequest(raw as Partial<SyncBatch>, from)
+    const mine = replica.compactVector(this.retiredBefore())
+    const compact: CompactVector = { active: mine.active, retired: mine.retired, retired_count: mine.retired_count }
+    if (mine.retired !== request.retired) return { retired_mismatch: true, ...compact }
+    const theirs = { ...mine.retiredEntries, ...vectorOf(request.active) }
+    // the changes above the sender's vector, without our whole vector (the point of the exchange)
+    const { vector: _whole, ...changes } = travelling(await replica.changesSince(theirs))
+    return { ...changes, ...compact }
   }
 
   /**
@@ -186,28 +282,21 @@ export class CatalogSync {
     return this.answerSync(batch)
   }
 
-  /** Incremental sync with one member: pull what it has above our vector, push what it lacks. */
+  /**
+   * Incremental sync with one member: roots first (`/svc/sync-summary/1.0.0`), and when they differ
+   * the compacted vectors; the whole vector (`/svc/sync/1.0.0`) when the member speaks no summary or
+   * its retired origins differ. Pulls what it has above our vector, pushes what it lacks.
+   */
   syncWith(peerId: string): Promise<void> {
     let running = this.syncing.get(peerId)
     if (running) return running
-    const { node, replica } = this.c
     running = (async () => {
       const end = this.c.metrics?.federationSyncDuration.startTimer()
       try {
-        const answer = await node.request(peerId, SYNC_PROTOCOL, { added: [], updated: [], deleted: [], timestamp: new Date().toISOString(), vector: replica.versionVector() }) as SyncBatch
-        const member = node.member(peerId)
-        const presented = certificatesOf(answer?.certificates)
-        if (member) presented[peerId] = member.registration.auth.certificate
-        const result = await this.applyFrom(changesOf(answer), presented, peerId)
-        const forged = result.rejected.filter((r) => r.reason === 'bad_signature')
-        if (forged.length > 0) {
-          await node.refuse(peerId, 'forged_change', `its sync answer carried ${forged.length} change(s) whose signature does not verify, first ${forged[0]!.origin}/${forged[0]!.seq}`)
-          return
-        }
-        const vector = answer?.vector !== null && typeof answer?.vector === 'object' ? answer.vector : {}
-        const mine = await replica.changesSince(vector)
-        if (mine.added.length + mine.updated.length + mine.deleted.length > 0) {
-          await node.request(peerId, SYNC_PROTOCOL, { ...travelling(mine), vector: replica.versionVector() })
+        const done = await this.syncBySummary(peerId)
+        if (done === 'full') {
+          this.rounds.full++
+          await this.syncByVector(peerId)
         }
       } catch (err) {
         this.log.debug({ peer_id: peerId, err }, 'sync failed')
@@ -217,5 +306,75 @@ export class CatalogSync {
     })().finally(() => this.syncing.delete(peerId))
     this.syncing.set(peerId, running)
     return running
+  }
+
+  /** The summary exchange: 'done', or 'full' when whole-vector sync must follow. */
+  private async syncBySummary(peerId: string): Promise<'done' | 'full'> {
+    const { node, replica } = this.c
+    const recheckAt = this.legacyPeers.get(peerId)
+    if (recheckAt !== undefined && recheckAt > Date.now()) return 'full'
+    const root = replica.vectorRoot()
+    let answer: SummaryAnswer
+    try {
+      answer = await node.request(peerId, SYNC_SUMMARY_PROTOCOL, { root }) as SummaryAnswer
+    } catch (err) {
+      if ((err as Error).name !== 'UnsupportedProtocolError') throw err
+      // a member of an earlier build: whole-vector sync, and no summary asked of it for a while
+      this.legacyPeers.set(peerId, Date.now() + LEGACY_PEER_RECHECK_MS)
+      this.log.debug({ peer_id: peerId }, 'member speaks no sync summary: whole-vector sync')
+      return 'full'
+    }
+    this.legacyPeers.delete(peerId)
+    if ((answer as { root?: unknown })?.root === root) {
+      this.rounds.equal++
+      return 'done'
+    }
+    // the roots differ: exchange compacted vectors, and the changes each lacks
+    const mine = replica.compactVector(this.retiredBefore())
+    const pulled = await node.request(peerId, SYNC_SUMMARY_PROTOCOL, { active: mine.active, retired: mine.retired }) as SummaryAnswer
+    if (!this.isCompactAnswer(pulled) || 'retired_mismatch' in pulled) return 'full'
+    if (!(await this.applyAnswer(peerId, pulled))) return 'done'
+    // equal retired digests: the member's whole vector is its active origins and our retired ones
+    const theirs = { ...mine.retiredEntries, ...vectorOf(pulled.active) }
+    const lacking = await replica.changesSince(theirs)
+    if (lacking.added.length + lacking.updated.length + lacking.deleted.length > 0) {
+      const now = replica.compactVector(this.retiredBefore())
+      const answer2 = await node.request(peerId, SYNC_SUMMARY_PROTOCOL, { ...travelling(lacking), active: now.active, retired: now.retired }) as SummaryAnswer
+      if (this.isCompactAnswer(answer2) && !('retired_mismatch' in answer2)) await this.applyAnswer(peerId, answer2)
+    }
+    this.rounds.compacted++
+    return 'done'
+  }
+
+  private isCompactAnswer(answer: SummaryAnswer | null): answer is (Omit<SyncBatch, 'vector'> & CompactVector) | ({ retired_mismatch: true } & CompactVector) {
+    const a = answer as Partial<CompactVector> | null
+    return a !== null && typeof a === 'object' && typeof a.retired === 'string' && a.active !== null && typeof a.active === 'object'
+  }
+
+  /**
+   * Applies the changes a member answered with (checked against the certificates it presented and
+   * its own); false when one was forged (the member is refused).
+   */
+  private async applyAnswer(peerId: string, answer: Partial<SyncBatch> | null): Promise<boolean> {
+    const member = this.c.node.member(peerId)
+    const presented = certificatesOf(answer?.certificates)
+    if (member) presented[peerId] = member.registration.auth.certificate
+    const result = await this.applyFrom(changesOf(answer), presented, peerId)
+    const forged = result.rejected.filter((r) => r.reason === 'bad_signature')
+    if (forged.length === 0) return true
+    await this.c.node.refuse(peerId, 'forged_change', `its sync answer carried ${forged.length} change(s) whose signature does not verify, first ${forged[0]!.origin}/${forged[0]!.seq}`)
+    return false
+  }
+
+  /** Whole-vector sync (`/svc/sync/1.0.0`, as every earlier build speaks it). */
+  private async syncByVector(peerId: string): Promise<void> {
+    const { node, replica } = this.c
+    const answer = await node.request(peerId, SYNC_PROTOCOL, { added: [], updated: [], deleted: [], timestamp: new Date().toISOString(), vector: replica.versionVector() }) as SyncBatch
+    if (!(await this.applyAnswer(peerId, answer))) return
+    const vector = answer?.vector !== null && typeof answer?.vector === 'object' ? answer.vector : {}
+    const mine = await replica.changesSince(vector)
+    if (mine.added.length + mine.updated.length + mine.deleted.length > 0) {
+      await node.request(peerId, SYNC_PROTOCOL, { ...travelling(mine), vector: replica.versionVector() })
+    }
   }
 }

@@ -28,6 +28,12 @@ export const federationConfigSchema = z.object({
   registry_peers: z.array(z.string().min(1)),
   /** anti-entropy sync with one member this often (0 disables) */
   sync_interval_ms: z.number().int().min(0),
+  /** an origin without a change for this long is folded into the retired digest of sync summaries */
+  sync_retire_origins_after_ms: z.number().int().min(60_000),
+  /** a node known from a registration only (not connected) is listed this long after it was last heard of */
+  registration_ttl_ms: z.number().int().min(10_000).max(30 * 86_400_000),
+  /** at most this many nodes known from registrations only (the least recently heard of go first) */
+  max_registrations: z.number().int().min(1).max(1_000_000),
   /** a connected peer has this long to prove membership (a verified certificate); otherwise it is refused */
   membership_timeout_ms: z.number().int().min(100).max(600_000),
   /** a refused peer's redials are refused, both ways, for this long */
@@ -60,6 +66,9 @@ export const federationConfigDefaults: FederationConfig = {
   revoked: [],
   registry_peers: [],
   sync_interval_ms: 2000,
+  sync_retire_origins_after_ms: 604_800_000,
+  registration_ttl_ms: 3_600_000,
+  max_registrations: 10_000,
   membership_timeout_ms: 5000,
   refusal_backoff_ms: 30000,
   results: {
@@ -108,6 +117,9 @@ export async function startDaemonFederation(config: FederationConfig, components
     endpoint: components.endpoint,
     registryPeers: config.registry_peers,
     syncIntervalMs: config.sync_interval_ms,
+    retireOriginsAfterMs: config.sync_retire_origins_after_ms,
+    registrationTtlMs: config.registration_ttl_ms,
+    maxRegistrations: config.max_registrations,
     membershipTimeoutMs: config.membership_timeout_ms,
     denyMs: config.refusal_backoff_ms,
     ...(components.wheelDirs ? { wheelDirs: components.wheelDirs } : {}),

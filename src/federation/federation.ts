@@ -72,8 +72,15 @@ export class Federation implements FederationPort {
     const replica = this.engine.replication
     this.code = new CodeProvider({ node, replica, functions: this.engine.functions, logger: log, ...(metrics ? { metrics } : {}) })
     this.wheels = new WheelProvider({ ...(init.wheelDirs ? { wheelDirs: init.wheelDirs } : {}) }, { node, logger: log })
-    this.registrar = new Registrar({ ...(init.registryPeers ? { registryPeers: init.registryPeers } : {}) }, { node, verifier: this.verifier, replica, logger: log })
-    this.catalog = new CatalogSync({ ...(init.syncIntervalMs !== undefined ? { syncIntervalMs: init.syncIntervalMs } : {}) }, {
+    this.registrar = new Registrar({
+      ...(init.registryPeers ? { registryPeers: init.registryPeers } : {}),
+      ...(init.registrationTtlMs !== undefined ? { registrationTtlMs: init.registrationTtlMs } : {}),
+      ...(init.maxRegistrations !== undefined ? { maxRegistrations: init.maxRegistrations } : {}),
+    }, { node, verifier: this.verifier, replica, logger: log })
+    this.catalog = new CatalogSync({
+      ...(init.syncIntervalMs !== undefined ? { syncIntervalMs: init.syncIntervalMs } : {}),
+      ...(init.retireOriginsAfterMs !== undefined ? { retireOriginsAfterMs: init.retireOriginsAfterMs } : {}),
+    }, {
       node, replica, logger: log, ...(metrics ? { metrics } : {}),
       onAddedBy: (digest, origin) => this.code.hintHolder(digest, origin),
     })

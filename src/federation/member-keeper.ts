@@ -24,6 +24,11 @@ export interface MemberKeeperInit {
   targetMembers?: number
   /** how often a node repeats its presence announcement (default 60 s; 0: only when it joins) */
   presenceIntervalMs?: number
+  /**
+   * a member's presence announcements closer together than this are ignored (not delivered, not
+   * forwarded, no penalty: gossipsub's 'ignore'); default 10 s
+   */
+  presenceMinIntervalMs?: number
   /** at most this many peers are remembered (default 10,000) */
   maxKnown?: number
   /** at most this many dials at once (default 4) */
@@ -40,7 +45,7 @@ export interface KeptNode {
   dialPeer(peerId: string): Promise<void>
   ensureMember(peerId: string): Promise<unknown>
   onMember(listener: (event: 'joined' | 'left', member: { peerId: string }) => void): () => void
-  subscribe(topic: string, handler: (payload: unknown, origin: { peerId: string }) => void, validate?: (payload: unknown) => 'accept' | 'reject'): void
+  subscribe(topic: string, handler: (payload: unknown, origin: { peerId: string }) => void, validate?: (payload: unknown, publisher: { peerId: string }) => 'accept' | 'reject' | 'ignore'): void
   publish(topic: string, payload: unknown): Promise<void>
 }
 
@@ -96,6 +101,11 @@ export class MemberKeeper {
   private readonly presenceIntervalMs: number
   private readonly maxKnown: number
   private readonly concurrency: number
+  private readonly presenceMinIntervalMs: number
+  /** publisher → when its last presence announcement was accepted (ms) */
+  private readonly lastPresence = new Map<string, number>()
+  /** presence announcements ignored because their publisher announced too often */
+  presenceIgnored = 0
 
   constructor(init: MemberKeeperInit, private readonly c: { node: KeptNode; logger: FederationLogger }) {
     this.intervalMs = init.intervalMs ?? 2_000
@@ -106,6 +116,7 @@ export class MemberKeeper {
     this.presenceIntervalMs = init.presenceIntervalMs ?? 60_000
     this.maxKnown = init.maxKnown ?? 10_000
     this.concurrency = init.concurrency ?? 4
+    this.presenceMinIntervalMs = init.presenceMinIntervalMs ?? 10_000
     const now = Date.now()
     for (const addr of init.bootstrap) {
       const id = peerOf(addr)
@@ -130,7 +141,10 @@ export class MemberKeeper {
       if (presence === undefined || origin.peerId === node.peerId) return
       const addrs = presence.addrs.map((a) => (a.includes('/p2p/') ? a : `${a}/p2p/${origin.peerId}`)).filter((a) => peerOf(a) === origin.peerId)
       this.remember(origin.peerId, addrs)
-    }, (payload) => (presenceOf(payload) ? 'accept' : 'reject'))
+    }, (payload, publisher) => {
+      if (presenceOf(payload) === undefined) return 'reject'
+      return this.admitPresence(publisher.peerId)
+    })
     this.offs.push(node.onMember((event, member) => {
       if (event === 'joined') {
         this.remember(member.peerId, [])
@@ -161,6 +175,28 @@ export class MemberKeeper {
     this.timer = undefined
     this.presenceTimer = undefined
     for (const off of this.offs.splice(0)) off()
+  }
+
+  /**
+   * One presence announcement per publisher per `presenceMinIntervalMs`: more are ignored (a flood
+   * of a genuine member is not forwarded; the member is not penalized or disconnected).
+   */
+  private admitPresence(peerId: string): 'accept' | 'ignore' {
+    const now = Date.now()
+    const last = this.lastPresence.get(peerId)
+    if (last !== undefined && now - last < this.presenceMinIntervalMs) {
+      this.presenceIgnored++
+      if (this.presenceIgnored % 100 === 1) this.c.logger.debug({ peer_id: peerId, ignored: this.presenceIgnored }, 'presence announcement too soon: ignored')
+      return 'ignore'
+    }
+    this.lastPresence.delete(peerId)
+    this.lastPresence.set(peerId, now)
+    // bounded: the oldest entries go (an entry older than the interval limits nothing)
+    for (const [id, at] of this.lastPresence) {
+      if (this.lastPresence.size <= this.maxKnown && now - at < this.presenceMinIntervalMs) break
+      this.lastPresence.delete(id)
+    }
+    return 'accept'
   }
 
   private later(ms: number, fn: () => Promise<void> | void): void {

@@ -84,7 +84,12 @@ export type GossipHandler = (payload: unknown, origin: FederationMember) => void
  * forwarded), or a refusal of the member that published it.
  */
 export type GossipValidator = (payload: unknown, publisher: FederationMember) => Promise<GossipVerdict> | GossipVerdict
-export type GossipVerdict = 'accept' | 'reject' | { refuse: MembershipRefusalReason; detail: string }
+/**
+ * accept: delivered and forwarded; reject: dropped, and gossipsub scores down the peer it came from;
+ * ignore: dropped without a penalty (a genuine member's message this node does not want, e.g. too
+ * frequent); refuse: dropped and its publisher refused membership
+ */
+export type GossipVerdict = 'accept' | 'reject' | 'ignore' | { refuse: MembershipRefusalReason; detail: string }
 
 type Services = { gate: MembershipGate; identify: ReturnType<ReturnType<typeof identify>>; ping: ReturnType<ReturnType<typeof ping>>; dht: KadDHT; pubsub: GossipSub }
 
@@ -387,6 +392,7 @@ export class FederationNode {
       }
       const verdict = await validate(payload, member)
       if (verdict === 'accept') return TopicValidatorResult.Accept
+      if (verdict === 'ignore') return TopicValidatorResult.Ignore
       if (verdict !== 'reject') void this.refuse(publisher, verdict.refuse, verdict.detail)
       return TopicValidatorResult.Reject
     })

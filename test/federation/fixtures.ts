@@ -2,7 +2,7 @@ import { generateKeyPair } from '@libp2p/crypto/keys'
 import { generateKeyPairSync } from 'node:crypto'
 import type { PrivateKey } from '@libp2p/interface'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
-import type { Engine } from '../../src/engine/index.js'
+import { catalogKey, signedBytes, type CatalogChange, type Engine, type VersionChange } from '../../src/engine/index.js'
 import { CertificateVerifier, createFederationCa, issueNodeCertificate, type CertificateAuthority, type IssueOptions } from '../../src/federation/certificates.js'
 import { createChangeAuthenticator } from '../../src/federation/change-authenticator.js'
 import { createFederationNode, type FederationNode, type FederationNodeInit } from '../../src/federation/node.js'
@@ -59,6 +59,45 @@ export async function signingReplica(engine: Engine): Promise<{ origin: string; 
   }))
   return { origin: identity.peerId, certPem }
 }
+
+/** An origin that signs changes by hand (a member that is not running): its identity and certificate. */
+export interface HandOrigin {
+  origin: string
+  certPem: string
+  sign(change: CatalogChange): Promise<CatalogChange>
+}
+
+/** `count` origins with certificates from the test CA, each able to sign changes (no node, no network). */
+export async function handOrigins(count: number): Promise<HandOrigin[]> {
+  sharedSubjectKey ??= generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }).toString()
+  const verifier = new CertificateVerifier({ caCertPem: testCa().certPem })
+  const out: HandOrigin[] = []
+  for (let i = 0; i < count; i++) {
+    const identity = await newIdentity()
+    const certPem = issueNodeCertificate(testCa(), identity.peerId, { publicKeyPem: sharedSubjectKey }).certPem
+    const auth = createChangeAuthenticator({ privateKey: identity.privateKey, peerId: identity.peerId, certPem, verifier })
+    out.push({
+      origin: identity.peerId, certPem,
+      sign: async (change) => ({ ...change, sig: Buffer.from(await auth.sign(signedBytes(change))).toString('base64') }),
+    })
+  }
+  return out
+}
+
+/**
+ * A version change of `origin` (sequence `seq`, clock `hlc`) made from `template` (a real change of
+ * the same function, from an engine): version `version` of its function, signed by the origin.
+ */
+export async function handChange(from: HandOrigin, template: VersionChange, seq: number, version: number, hlc: string): Promise<CatalogChange> {
+  const fn = { ...template.fn, version, source_code: '' }
+  const ledger = { ...template.ledger, version }
+  const change: VersionChange = { ...template, origin: from.origin, seq, hlc, fn, ledger, key: catalogKey(fn.tenant_id, fn.function_name, version) }
+  delete change.sig
+  return from.sign(change)
+}
+
+/** An HLC stamp at wall time `ms`. */
+export const hlcAt = (ms: number, counter = 0): string => `${String(ms).padStart(18, '0')}-${String(counter).padStart(6, '0')}`
 
 export async function waitFor<T>(probe: () => T | Promise<T>, timeoutMs = 10_000, stepMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs

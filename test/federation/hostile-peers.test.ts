@@ -25,6 +25,7 @@ import { Record as KadRecord } from '../../node_modules/@libp2p/kad-dht/dist/src
 
 const CATALOG_TOPIC = 'svc/catalog/1'
 const SYNC = '/svc/sync/1.0.0'
+const SYNC_SUMMARY = '/svc/sync-summary/1.0.0'
 const CODE = '/svc/code/1.0.0'
 /** the daemons' `federation.membership_timeout_ms` */
 const DEADLINE_MS = 2_000
@@ -202,6 +203,7 @@ describe('hostile peers against federated daemons (plain js-libp2p peers, real p
       await peer.dial(a.p2p[0]!)
       // everything at once, while its membership is still being checked
       const wait = DEADLINE_MS + MARGIN_MS
+      const summaryAsked = peer.request(a.peerId, SYNC_SUMMARY, { root: '0'.repeat(64) }, wait)
       const [findNode, getProviders, putValue, sync, code] = await Promise.all([
         peer.kad(a.peerId, { type: KadMessageType.FIND_NODE, key: randomBytes(32) }, wait),
         peer.kad(a.peerId, { type: KadMessageType.GET_PROVIDERS, key: seedCid.multihash.bytes }, wait),
@@ -211,10 +213,11 @@ describe('hostile peers against federated daemons (plain js-libp2p peers, real p
         peer.kadSend(a.peerId, { type: KadMessageType.ADD_PROVIDER, key: ownCid.multihash.bytes, providers: [{ id: peer.node.peerId.toMultihash().bytes, multiaddrs: peer.node.getMultiaddrs().map((m) => m.bytes) }] }, wait),
         peer.publish(CATALOG_TOPIC, forged).catch(() => undefined),
       ])
+      const summary = await summaryAsked
       await expectDisconnected(peer, a, since)
 
       // no answer to anything it asked
-      for (const [what, answer] of Object.entries({ findNode, getProviders, putValue, sync, code })) {
+      for (const [what, answer] of Object.entries({ findNode, getProviders, putValue, sync, code, summary })) {
         expect(answer.answered, `${what}: ${JSON.stringify(answer.value ?? null)}`).toBe(false)
       }
       // nothing sent to it: identify, ping and the membership exchange only, and only by the node it dialled

@@ -3,6 +3,7 @@
 import { createServer } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { issueNodeCertificate } from '../../src/federation/certificates.js'
+import { PRESENCE_TOPIC } from '../../src/federation/member-keeper.js'
 import { createFederationNode, type FederationNode } from '../../src/federation/node.js'
 import { newIdentity, testCa, waitFor, type TestIdentity } from './fixtures.js'
 
@@ -22,7 +23,7 @@ function freePort(): Promise<number> {
   })
 }
 
-async function node(identity: TestIdentity, port: number, bootstrap: string[], keeper = true): Promise<FederationNode> {
+async function node(identity: TestIdentity, port: number, bootstrap: string[], keeper = true, presenceMinIntervalMs?: number): Promise<FederationNode> {
   const n = createFederationNode({
     privateKey: identity.privateKey,
     listen: [`/ip4/127.0.0.1/tcp/${port}`],
@@ -30,7 +31,7 @@ async function node(identity: TestIdentity, port: number, bootstrap: string[], k
     caCertPem: testCa().certPem,
     certPem: issueNodeCertificate(testCa(), identity.peerId).certPem,
     endpoint: `http://127.0.0.1:0/${identity.peerId.slice(-6)}`,
-    memberKeeper: keeper ? { intervalMs: 300, minBackoffMs: 200, maxBackoffMs: 1_000, presenceIntervalMs: 0 } : false,
+    memberKeeper: keeper ? { intervalMs: 300, minBackoffMs: 200, maxBackoffMs: 1_000, presenceIntervalMs: 0, ...(presenceMinIntervalMs ? { presenceMinIntervalMs } : {}) } : false,
   })
   started.push(n)
   await n.start()
@@ -66,5 +67,33 @@ describe('member keeper', () => {
     const c = await node(ids[2]!, ports[2]!, [addr(0)])
     await waitFor(() => isMember(b, c) && isMember(c, b), 20_000, 50)
     expect(isMember(a, c)).toBe(true)
+  }, 60_000)
+
+  it('a member that floods presence announcements has the extra ones ignored (not delivered, not penalized) and stays a member', async () => {
+    const [ia, ib] = [await newIdentity(), await newIdentity()]
+    const [pa, pb] = [await freePort(), await freePort()]
+    const a = await node(ia, pa, [], true, 2_000)
+    const b = await node(ib, pb, [`/ip4/127.0.0.1/tcp/${pa}/p2p/${ia.peerId}`], true, 2_000)
+    await waitFor(() => isMember(a, b) && isMember(b, a), 20_000, 50)
+    await waitFor(() => a.p2p.services.pubsub.getSubscribers(PRESENCE_TOPIC).some((p) => p.toString() === b.peerId), 20_000, 50)
+    await new Promise((r) => setTimeout(r, 2_500)) // past the announcements of the join and the interval
+    const delivered: number[] = []
+    a.p2p.services.pubsub.addEventListener('message', (evt) => {
+      if (evt.detail.topic === PRESENCE_TOPIC) delivered.push(Date.now())
+    })
+    const keeper = (a as unknown as { keeper: { presenceIgnored: number } }).keeper
+    const ignoredBefore = keeper.presenceIgnored
+    for (let i = 0; i < 30; i++) await b.publish(PRESENCE_TOPIC, { addrs: b.multiaddrs() })
+    // the first may be delivered (or ignored, when the join's second announcement came just before)
+    await waitFor(() => keeper.presenceIgnored - ignoredBefore + delivered.length === 30, 10_000, 50)
+    expect(delivered.length).toBeLessThanOrEqual(1)
+    const deliveredBefore = delivered.length
+    expect((a.p2p.services.pubsub as unknown as { getScore(id: string): number }).getScore(b.peerId)).toBeGreaterThanOrEqual(0)
+    // once the interval has passed, its next announcement is delivered again; it was never refused
+    await new Promise((r) => setTimeout(r, 2_100))
+    await b.publish(PRESENCE_TOPIC, { addrs: b.multiaddrs() })
+    await waitFor(() => delivered.length === deliveredBefore + 1, 10_000, 50)
+    expect(isMember(a, b) && isMember(b, a)).toBe(true)
+    expect(a.isDenied(b.peerId)).toBe(false)
   }, 60_000)
 })

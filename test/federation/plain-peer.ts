@@ -24,7 +24,7 @@ export { Message as KadMessage, MessageType as KadMessageType }
 export const MEMBERSHIP = '/svc/membership/1.0.0'
 export const KAD = '/svc/kad/1.0.0'
 /** request/response protocols of a federation node (JSON, length-prefixed) */
-export const SVC_PROTOCOLS = ['/svc/sync/1.0.0', '/svc/code/1.0.0', '/svc/register/1.0.0', '/svc/wheel/1.0.0']
+export const SVC_PROTOCOLS = ['/svc/sync/1.0.0', '/svc/sync-summary/1.0.0', '/svc/code/1.0.0', '/svc/register/1.0.0', '/svc/wheel/1.0.0']
 /** what a node may open to a peer whose membership is not proven */
 export const OPEN_PROTOCOLS = ['/svc/id/1.0.0', '/svc/id/push/1.0.0', '/svc/ping/1.0.0', MEMBERSHIP]
 

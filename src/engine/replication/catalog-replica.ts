@@ -56,6 +56,21 @@ export type CatalogChange = VersionChange | BranchChange
 /** {origin → highest sequence number held} */
 export type VersionVector = Record<string, number>
 
+/**
+ * The version vector as a summary exchange carries it when roots differ: the origins that changed
+ * within the retention period (`active`), and a digest of the rest (`retired`, the origins whose
+ * last change is older). Two replicas whose `retired` digests are equal hold the same retired
+ * origins at the same sequence numbers, so each can rebuild the other's whole vector from the
+ * other's `active` part and its own retired entries (`vectorOf`).
+ */
+export interface CompactVector {
+  active: VersionVector
+  /** sha256 (hex) over the retired (origin, seq) entries, sorted by origin (`vectorRoot` of them) */
+  retired: string
+  /** how many origins `retired` covers */
+  retired_count: number
+}
+
 /** The body of an incremental sync (service-spec §2.7) plus the sender's version vector. */
 export interface SyncBatch {
   added: CatalogChange[]
@@ -179,6 +194,22 @@ const contenderOf = (m: PlacedMove): BranchContender =>
   ({ move_id: m.id, version: `v${m.version}`, rufid_short: m.rufid_short, moved_at: m.moved_at, moved_by: m.moved_by })
 
 const pad = (n: number): string => n.toString().padStart(12, '0')
+
+/**
+ * sha256 (hex) over a version vector's entries sorted by origin (`<origin>:<seq>\n` each): equal on
+ * replicas that hold the same origins at the same sequence numbers. The empty vector has a root too.
+ */
+export function vectorRoot(vector: VersionVector): string {
+  const hash = createHash('sha256')
+  for (const origin of Object.keys(vector).sort()) hash.update(`${origin}:${vector[origin]!}\n`)
+  return hash.digest('hex')
+}
+
+/** the wall-clock milliseconds of an HLC stamp (0 when it does not parse) */
+const wallOf = (hlc: string): number => {
+  const m = /^(\d{18})-\d{6}$/.exec(hlc)
+  return m === null ? 0 : Number(m[1])
+}
 const contenderOrder = (a: Contender, b: Contender): number =>
   a.hlc < b.hlc ? -1 : a.hlc > b.hlc ? 1 : a.origin < b.origin ? -1 : a.origin > b.origin ? 1 : a.rufid_short < b.rufid_short ? -1 : a.rufid_short > b.rufid_short ? 1 : 0
 
@@ -204,6 +235,10 @@ export class CatalogReplica {
   private origins!: Json
   private readonly lock: Mutex
   private readonly vector: VersionVector = {}
+  /** origin → the wall time (ms) of the HLC of its change at `vector[origin]` (its last change) */
+  private readonly lastChangeAt = new Map<string, number>()
+  /** `vectorRoot(relayableVector())`, until the vector moves */
+  private rootMemo: string | undefined
   /** `tenant:short:version` of losing versions → the conflict */
   private readonly losers = new Map<string, VersionConflict>()
   private readonly changeListeners = new Set<(change: CatalogChange) => void>()
@@ -252,6 +287,11 @@ export class CatalogReplica {
       const [o, seq] = key.split('/') as [string, string]
       this.vector[o] = Math.max(this.vector[o] ?? 0, Number(seq))
     }
+    for (const [o, top] of Object.entries(this.vector)) {
+      const last = (await this.log.get(`${o}/${pad(top)}`)) as CatalogChange | undefined
+      this.lastChangeAt.set(o, last === undefined ? 0 : wallOf(last.hlc))
+    }
+    this.rootMemo = undefined
     const lastHlc = (await this.meta.get('hlc')) as string | undefined
     if (lastHlc) this.clock.observe(lastHlc)
     for await (const value of this.conflictTable.values()) this.indexConflict(value as CatalogConflict)
@@ -266,6 +306,7 @@ export class CatalogReplica {
       ])
     }
     this.legacy = ((await this.meta.get('legacy_vector')) as VersionVector | undefined) ?? {}
+    this.rootMemo = undefined
     this.started = true
   }
 
@@ -314,6 +355,7 @@ export class CatalogReplica {
         this.legacy[former] = Math.max(this.legacy[former] ?? 0, last)
         await this.meta.batch([{ type: 'put', key: 'legacy_vector', value: this.legacy }, { type: 'put', key: `reissued/${former}`, value: last }])
       }
+      this.rootMemo = undefined
       return { signed, reissued }
     })
   }
@@ -342,6 +384,53 @@ export class CatalogReplica {
 
   versionVector(): VersionVector {
     return { ...this.vector }
+  }
+
+  /**
+   * The part of the vector other replicas can hold too: origins with signed changes (an origin whose
+   * changes are all unsigned, recorded before changes were signed, is never relayed).
+   */
+  relayableVector(): VersionVector {
+    const out: VersionVector = {}
+    for (const [origin, top] of Object.entries(this.vector)) if (top > (this.legacy[origin] ?? 0)) out[origin] = top
+    return out
+  }
+
+  /**
+   * The root of the relayable vector (`vectorRoot`): two replicas with the same root have nothing
+   * to exchange by version-vector sync. Kept until the vector moves (recomputed once after).
+   */
+  vectorRoot(): string {
+    this.rootMemo ??= vectorRoot(this.relayableVector())
+    return this.rootMemo
+  }
+
+  /**
+   * The relayable vector split at `retiredBefore` (ms): origins whose last change (the HLC of the
+   * change at their top sequence number: the same on every replica that holds it) is older are
+   * folded into the `retired` digest; `retiredEntries` are those entries (kept here, never sent).
+   */
+  compactVector(retiredBefore: number): CompactVector & { retiredEntries: VersionVector } {
+    const active: VersionVector = {}
+    const retiredEntries: VersionVector = {}
+    let retiredCount = 0
+    for (const [origin, top] of Object.entries(this.relayableVector())) {
+      if ((this.lastChangeAt.get(origin) ?? 0) < retiredBefore) {
+        retiredEntries[origin] = top
+        retiredCount++
+      } else {
+        active[origin] = top
+      }
+    }
+    return { active, retired: vectorRoot(retiredEntries), retired_count: retiredCount, retiredEntries }
+  }
+
+  /** The vector now at `origin`: moves it up to `seq` (the change stamped `hlc`). */
+  private advance(origin: string, seq: number, hlc: string): void {
+    if (seq < (this.vector[origin] ?? 0)) return
+    this.vector[origin] = seq
+    this.lastChangeAt.set(origin, wallOf(hlc))
+    this.rootMemo = undefined
   }
 
   /** A fresh move id, `<hlc>@<origin>`: unique across the federation, in clock order. */
@@ -598,7 +687,7 @@ export class CatalogReplica {
       { type: 'put', sublevel: this.moves, key: moveKey(c.tenant_id, c.function_name, c.move.version, c.move.id), value: stored },
       { type: 'put', sublevel: this.meta, key: 'hlc', value: this.clock.last },
     ] as never, { sync: false } as object)
-    this.vector[c.origin] = Math.max(this.vector[c.origin] ?? 0, c.seq)
+    this.advance(c.origin, c.seq, c.hlc)
     if (!local) {
       const entry = (await this.store.getLedgerEntry(c.tenant_id, c.function_name, c.move.version)) as BranchedLedgerEntry | undefined
       if (entry !== undefined) {
@@ -697,7 +786,7 @@ export class CatalogReplica {
       ops,
       winner,
       commit: () => {
-        this.vector[c.origin] = Math.max(this.vector[c.origin] ?? 0, c.seq)
+        this.advance(c.origin, c.seq, c.hlc)
         if (conflict) this.indexConflict(conflict)
         const found: CatalogConflict[] = conflict && before.length !== contenders.length ? [conflict] : []
         for (const x of found) for (const l of this.conflictListeners) l(x)

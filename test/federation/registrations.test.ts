@@ -1,0 +1,97 @@
+// GET /federation/nodes (Federation.nodes) lists connected members always, and nodes known only
+// from a registration while they keep being heard of: a registration not renewed within
+// `registrationTtlMs` is forgotten, and at most `maxRegistrations` are kept (in-process members).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Engine } from '../../src/engine/index.js'
+import { issueNodeCertificate } from '../../src/federation/certificates.js'
+import { createFederation, NODES_TOPIC, type Federation } from '../../src/federation/federation.js'
+import { createTestEngine } from '../fixtures/engine.js'
+import { newIdentity, testCa, waitFor } from './fixtures.js'
+
+const TTL_MS = 1_500
+const MAX = 3
+
+interface Member {
+  engine: Engine
+  federation: Federation
+}
+
+async function member(bootstrap: string[] = []): Promise<Member> {
+  const { engine } = await createTestEngine()
+  const identity = await newIdentity()
+  const federation = createFederation({
+    privateKey: identity.privateKey, listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap, caCertPem: testCa().certPem,
+    certPem: issueNodeCertificate(testCa(), identity.peerId).certPem, endpoint: `http://127.0.0.1/${identity.peerId.slice(-6)}`,
+    syncIntervalMs: 0, registrationTtlMs: TTL_MS, maxRegistrations: MAX,
+  }, { engine, metrics: engine.metrics })
+  await federation.start()
+  return { engine, federation }
+}
+
+async function outsider(): Promise<{ node_id: string; endpoint: string; capabilities: object; auth: { certificate: string; public_key: string } }> {
+  const identity = await newIdentity()
+  return {
+    node_id: identity.peerId, endpoint: `http://127.0.0.1:9/${identity.peerId.slice(-6)}`,
+    capabilities: { languages: ['javascript'], max_concurrent: 1, protocols: ['rest'] },
+    auth: { certificate: issueNodeCertificate(testCa(), identity.peerId).certPem, public_key: '' },
+  }
+}
+
+const listed = (m: Member): string[] => m.federation.nodes().map((n) => n.node_id)
+
+describe('registered nodes expire unless renewed, and are bounded in number', () => {
+  let a: Member, b: Member
+  beforeAll(async () => {
+    a = await member()
+    b = await member([a.federation.node.multiaddrs()[0]!])
+    await waitFor(() => a.federation.node.members().length === 1 && b.federation.node.members().length === 1, 20_000)
+  }, 60_000)
+  afterAll(async () => {
+    for (const m of [a, b]) {
+      await m.federation.stop().catch(() => undefined)
+      await m.engine.stop().catch(() => undefined)
+    }
+  })
+
+  it('at most maxRegistrations are kept (the least recently heard of go first); past the TTL they are gone, connected members stay', async () => {
+    const regs = [await outsider(), await outsider(), await outsider(), await outsider(), await outsider()]
+    for (const r of regs) await a.federation.register(r)
+    const ids = regs.map((r) => r.node_id)
+    expect(listed(a).filter((id) => ids.includes(id)).sort()).toEqual(ids.slice(2).sort())
+    // the broadcast reached B, bounded the same way
+    await waitFor(() => ids.some((id) => listed(b).includes(id)), 10_000, 20)
+    expect(listed(b).filter((id) => ids.includes(id)).length).toBeLessThanOrEqual(MAX)
+    await new Promise((r) => setTimeout(r, TTL_MS + 300))
+    for (const m of [a, b]) {
+      const now = listed(m)
+      expect(now.filter((id) => ids.includes(id))).toEqual([])
+      // itself and its connected member, whatever the TTL
+      expect(now).toContain(a.federation.nodeId)
+      expect(now).toContain(b.federation.nodeId)
+      expect((await m.federation.registrar.memberStatus()).map((s) => s.node_id).filter((id) => ids.includes(id))).toEqual([])
+    }
+  })
+
+  it('a registration renewed within the TTL stays listed; members renew their own at a third of it', async () => {
+    const r = await outsider()
+    const published: number[] = []
+    const publish = b.federation.node.publish.bind(b.federation.node)
+    b.federation.node.publish = async (topic, payload) => {
+      if (topic === NODES_TOPIC && (payload as { node_id?: string }).node_id === b.federation.nodeId) published.push(Date.now())
+      return publish(topic, payload)
+    }
+    try {
+      const until = Date.now() + 2 * TTL_MS
+      while (Date.now() < until) {
+        await a.federation.register(r)
+        await new Promise((res) => setTimeout(res, TTL_MS / 3))
+        expect(listed(a)).toContain(r.node_id)
+      }
+    } finally {
+      b.federation.node.publish = publish
+    }
+    expect(published.length).toBeGreaterThanOrEqual(3)
+    await new Promise((res) => setTimeout(res, TTL_MS + 300))
+    expect(listed(a)).not.toContain(r.node_id)
+  })
+})
