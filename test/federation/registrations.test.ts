@@ -45,6 +45,8 @@ describe('registered nodes expire unless renewed, and are bounded in number', ()
     a = await member()
     b = await member([a.federation.node.multiaddrs()[0]!])
     await waitFor(() => a.federation.node.members().length === 1 && b.federation.node.members().length === 1, 20_000)
+    // A's broadcast reaches B only once A knows B subscribes to the nodes topic (a gossipsub heartbeat or so)
+    await waitFor(() => a.federation.node.p2p.services.pubsub.getSubscribers(NODES_TOPIC).some((p) => p.toString() === b.federation.nodeId), 20_000, 50)
   }, 60_000)
   afterAll(async () => {
     for (const m of [a, b]) {
