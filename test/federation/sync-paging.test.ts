@@ -6,11 +6,10 @@
 // the join's round, and the rounds the tests start), a catalog of hand-signed changes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { CatalogChange, Engine, SyncBatch, VersionChange } from '../../src/engine/index.js'
-import { issueNodeCertificate } from '../../src/federation/certificates.js'
 import { SYNC_PROTOCOL, SYNC_SUMMARY_PROTOCOL } from '../../src/federation/catalog-sync.js'
-import { createFederation, type Federation } from '../../src/federation/federation.js'
-import { createTestEngine, principal } from '../fixtures/engine.js'
-import { handChange, handOrigins, hlcAt, newIdentity, signingReplica, testCa, waitFor, type HandOrigin, type TestIdentity } from './fixtures.js'
+import type { Federation } from '../../src/federation/federation.js'
+import { createTestEngine } from '../fixtures/engine.js'
+import { handChange, handOrigins, hlcAt, loopbackFederation, newIdentity, templateChange, waitFor, type HandOrigin, type TestIdentity } from './fixtures.js'
 
 const PAGE = 3
 const MAX_PAGES = 10
@@ -35,11 +34,7 @@ interface Member {
 async function member(bootstrap: string[] = []): Promise<Member> {
   const { engine } = await createTestEngine()
   const identity = await newIdentity()
-  const federation = createFederation({
-    privateKey: identity.privateKey, listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap, caCertPem: testCa().certPem,
-    certPem: issueNodeCertificate(testCa(), identity.peerId).certPem, endpoint: `http://127.0.0.1/${identity.peerId.slice(-6)}`,
-    syncIntervalMs: 0, retireOriginsAfterMs: RETENTION_MS, syncPage: { maxChanges: PAGE }, maxSyncPagesPerRound: MAX_PAGES,
-  }, { engine, metrics: engine.metrics })
+  const federation = loopbackFederation(engine, identity, bootstrap, { retireOriginsAfterMs: RETENTION_MS, syncPage: { maxChanges: PAGE }, maxSyncPagesPerRound: MAX_PAGES })
   // recorded from the start: the join's round is the one under test
   const sent: Exchange[] = []
   const node = federation.node
@@ -102,11 +97,7 @@ describe('sync answers and pushes are pages; the asker asks again within a bound
   }
 
   beforeAll(async () => {
-    const scratch = await createTestEngine()
-    await signingReplica(scratch.engine)
-    await scratch.engine.functions.create(principal('acme'), { function_name: 'paged', signature: '(a)', language: 'javascript', source_code: 'function paged(a) {\n  return a\n}\n' })
-    template = (await scratch.engine.replication.changesSince({})).added[0] as VersionChange
-    await scratch.engine.stop()
+    template = await templateChange('paged')
     origins = await handOrigins(40)
     for (const o of origins) certificates[o.origin] = o.certPem
     a = await member()
@@ -159,6 +150,31 @@ describe('sync answers and pushes are pages; the asker asks again within a bound
     expect(round.filter((x) => changesIn(x.body).length > 0).every((x) => x.body.vector === undefined)).toBe(true)
     expectPages(batchesOf(round))
   }, 30_000)
+
+  it('POST /api/v1/federation/sync (FederationPort.sync, what the route calls) answers a page; the caller continues with its vector advanced', async () => {
+    const vector: Record<string, number> = {}
+    const received: CatalogChange[] = []
+    let pages = 0
+    for (let more = true; more && pages < 100; pages++) {
+      const page = await a.federation.sync({ added: [], updated: [], deleted: [], timestamp: new Date().toISOString(), vector: { ...vector } })
+      expectPages([page])
+      for (const c of changesIn(page)) vector[c.origin] = Math.max(vector[c.origin] ?? 0, c.seq)
+      received.push(...changesIn(page))
+      more = page.more === true
+    }
+    const whole = changesIn(await a.engine.replication.changesSince({}))
+    expect(received.map((c) => `${c.origin}/${c.seq}`).sort()).toEqual(whole.map((c) => `${c.origin}/${c.seq}`).sort())
+    expect(pages).toBe(Math.ceil(whole.length / PAGE))
+    // the byte bound: a page stops before the bytes it would exceed (one change at least)
+    const tiny = await a.engine.replication.changesSince({}, { maxChanges: 1_000, maxBytes: 1 })
+    expect(changesIn(tiny)).toHaveLength(1)
+    expect(tiny.more).toBe(true)
+    const one = Buffer.byteLength(JSON.stringify({ ...changesIn(tiny)[0], fn: { ...(changesIn(tiny)[0] as VersionChange).fn, source_code: '' } }))
+    const some = await a.engine.replication.changesSince({}, { maxChanges: 1_000, maxBytes: 4 * (one + 2_000) })
+    expect(changesIn(some).length).toBeGreaterThan(1)
+    expect(changesIn(some).length).toBeLessThan(whole.length)
+    expect(some.more).toBe(true)
+  })
 
   describe('a member that answers `more: true` does not hold the asker beyond its bound', () => {
     let e: Member
