@@ -1,6 +1,6 @@
 import { SvcError } from '../core/errors.js'
 import type { SvcMetrics } from '../engine/metrics.js'
-import { isCatalogChange, type ApplyResult, type CatalogChange, type CatalogReplica, type CompactVector, type SyncBatch, type VersionVector } from '../engine/replication/catalog-replica.js'
+import { isCatalogChange, vectorRoot, type ApplyResult, type CatalogChange, type CatalogReplica, type CompactVector, type SyncBatch, type SyncPageLimits, type VersionVector } from '../engine/replication/catalog-replica.js'
 import { withoutCode } from '../engine/replication/change-authenticator.js'
 import { noopLogger, type FederationLogger } from './logger.js'
 import type { FederationMember, FederationNode, GossipVerdict } from './node.js'
@@ -25,8 +25,33 @@ const ROOT = /^[0-9a-f]{64}$/
 /** at most this many entries in a vector a peer sends (a federation has far fewer origins) */
 const MAX_VECTOR_ENTRIES = 1_000_000
 
-/** origin certificates a sync batch may present (a federation has far fewer members) */
-const MAX_PRESENTED_CERTIFICATES = 1_000
+/**
+ * A sync batch (an answer to `/svc/sync/1.0.0`, `/svc/sync-summary/1.0.0` or REST, and a push)
+ * carries at most this many changes: a page. Its changes are signature-checked and applied in one
+ * request (bounded work under the 10 s request deadline), and 2,000 changes of ~1.5 KB without
+ * code are ~3 MB.
+ */
+export const SYNC_PAGE_MAX_CHANGES = 2_000
+/**
+ * ... and at most this many bytes of JSON of changes and certificates: a quarter of the 32 MiB a
+ * length-prefixed message may hold, the rest left for the sender's version vector that travels with
+ * a page (~60 bytes per origin) and for changes larger than the usual.
+ */
+export const SYNC_PAGE_MAX_BYTES = 8 * 1024 * 1024
+/**
+ * A sync round asks for (and pushes) at most this many pages (128,000 changes at the default page
+ * size: any catalog a joining member meets today), and stops earlier when a page moved no vector:
+ * a member that answers `more: true` with nothing new holds no one in a loop. The next round
+ * (anti-entropy, a join, a gap in gossip) goes on from where this one stopped.
+ */
+export const SYNC_MAX_PAGES_PER_ROUND = 64
+
+/**
+ * origin certificates a sync batch may present: one per change of a page at most (an earlier
+ * build's unbounded answer may present more: the changes of the origins left out wait for a later
+ * round)
+ */
+const MAX_PRESENTED_CERTIFICATES = SYNC_PAGE_MAX_CHANGES
 const MAX_CERTIFICATE_CHARS = 16 * 1024
 
 /** The origin certificates a sync batch presents, as far as they are well formed (bounded). */
@@ -54,9 +79,17 @@ function vectorOf(value: unknown): VersionVector {
 const changesOf = (batch: Partial<SyncBatch> | null | undefined): unknown[] =>
   [batch?.added, batch?.updated, batch?.deleted].flatMap((list) => (Array.isArray(list) ? list : []))
 
+const isEmpty = (batch: SyncBatch): boolean => batch.added.length + batch.updated.length + batch.deleted.length === 0
+
 /** A batch as it travels between members: without code (code is fetched on demand, digest-checked). */
 const travelling = (batch: SyncBatch): SyncBatch =>
   ({ ...batch, added: batch.added.map(withoutCode), updated: batch.updated.map(withoutCode), deleted: batch.deleted.map(withoutCode) })
+
+/** A page pushed by the summary protocol: its changes and certificates (neither whole vector nor `more`). */
+const pushed = (batch: SyncBatch): Omit<SyncBatch, 'vector' | 'more'> => {
+  const { vector: _vector, more: _more, ...page } = travelling(batch)
+  return page
+}
 
 export interface CatalogSyncInit {
   /** anti-entropy: sync with one member this often (default 2000 ms, 0 disables) */
@@ -66,6 +99,13 @@ export interface CatalogSyncInit {
    * compacted vector a summary exchange sends (default a week)
    */
   retireOriginsAfterMs?: number
+  /**
+   * the size of a sync page (default `SYNC_PAGE_MAX_CHANGES`, `SYNC_PAGE_MAX_BYTES`; at most those:
+   * a member presents at most `SYNC_PAGE_MAX_CHANGES` certificates per batch). Smaller in tests.
+   */
+  syncPage?: Partial<SyncPageLimits>
+  /** pages a sync round asks for or pushes at most (default `SYNC_MAX_PAGES_PER_ROUND`) */
+  maxSyncPagesPerRound?: number
 }
 
 /** The summary exchange's answer (to `{ root }`, or to a compacted vector with changes), as `/svc/sync-summary/1.0.0` carries it. */
@@ -108,12 +148,19 @@ export class CatalogSync {
   readonly rounds: SyncRounds = { equal: 0, compacted: 0, full: 0 }
   private readonly unsubscribe: Array<() => void> = []
   private timer: NodeJS.Timeout | undefined
+  private readonly page: SyncPageLimits
+  private readonly maxPages: number
 
   constructor(
     private readonly init: CatalogSyncInit,
     private readonly c: CatalogSyncComponents,
   ) {
     this.log = c.logger ?? noopLogger
+    this.page = {
+      maxChanges: Math.max(1, Math.min(init.syncPage?.maxChanges ?? SYNC_PAGE_MAX_CHANGES, SYNC_PAGE_MAX_CHANGES)),
+      maxBytes: Math.max(1, Math.min(init.syncPage?.maxBytes ?? SYNC_PAGE_MAX_BYTES, SYNC_PAGE_MAX_BYTES)),
+    }
+    this.maxPages = Math.max(1, init.maxSyncPagesPerRound ?? SYNC_MAX_PAGES_PER_ROUND)
   }
 
   async start(): Promise<void> {
@@ -218,7 +265,7 @@ export class CatalogSync {
   private async answerSync(request: Partial<SyncBatch> | null, from?: FederationMember): Promise<SyncBatch> {
     await this.applyRequest(request, from)
     const vector = request?.vector !== null && typeof request?.vector === 'object' ? request.vector : {}
-    return travelling(await this.c.replica.changesSince(vector))
+    return travelling(await this.c.replica.changesSince(vector, this.page))
   }
 
   /**
@@ -269,14 +316,15 @@ export class CatalogSync {
     if (mine.retired !== request.retired) return { retired_mismatch: true, ...compact }
     const theirs = { ...mine.retiredEntries, ...vectorOf(request.active) }
     // the changes above the sender's vector, without our whole vector (the point of the exchange)
-    const { vector: _whole, ...changes } = travelling(await replica.changesSince(theirs))
+    const { vector: _whole, ...changes } = travelling(await replica.changesSince(theirs, this.page))
     return { ...changes, ...compact }
   }
 
   /**
    * FederationPort.sync (REST): applies the caller's changes (each signed by its origin, checked
    * against the certificates presented in `certificates` or held; a batch with a forged change is
-   * refused whole, 1003), answers with ours above its vector, with our origins' certificates.
+   * refused whole, 1003), answers with ours above its vector, with our origins' certificates: a
+   * page, with `more: true` when there is more (the caller asks again with its vector advanced).
    */
   sync(batch: Partial<SyncBatch>): Promise<SyncBatch> {
     return this.answerSync(batch)
@@ -329,21 +377,49 @@ export class CatalogSync {
       this.rounds.equal++
       return 'done'
     }
-    // the roots differ: exchange compacted vectors, and the changes each lacks
-    const mine = replica.compactVector(this.retiredBefore())
-    const pulled = await node.request(peerId, SYNC_SUMMARY_PROTOCOL, { active: mine.active, retired: mine.retired }) as SummaryAnswer
-    if (!this.isCompactAnswer(pulled) || 'retired_mismatch' in pulled) return 'full'
-    if (!(await this.applyAnswer(peerId, pulled))) return 'done'
+    // the roots differ: exchange compacted vectors, and the changes each lacks, a page at a time
+    let mine = replica.compactVector(this.retiredBefore())
+    let pulled = await node.request(peerId, SYNC_SUMMARY_PROTOCOL, { active: mine.active, retired: mine.retired }) as SummaryAnswer
+    for (let pages = 1; ; pages++) {
+      if (!this.isCompactAnswer(pulled) || 'retired_mismatch' in pulled) return 'full'
+      const before = replica.vectorRoot()
+      if (!(await this.applyAnswer(peerId, pulled))) return 'done'
+      if (!this.another(peerId, 'pull', pulled.more, pages, replica.vectorRoot() !== before)) break
+      mine = replica.compactVector(this.retiredBefore())
+      pulled = await node.request(peerId, SYNC_SUMMARY_PROTOCOL, { active: mine.active, retired: mine.retired }) as SummaryAnswer
+    }
     // equal retired digests: the member's whole vector is its active origins and our retired ones
-    const theirs = { ...mine.retiredEntries, ...vectorOf(pulled.active) }
-    const lacking = await replica.changesSince(theirs)
-    if (lacking.added.length + lacking.updated.length + lacking.deleted.length > 0) {
+    let theirs = { ...mine.retiredEntries, ...vectorOf(pulled.active) }
+    for (let pages = 1; ; pages++) {
+      const lacking = await replica.changesSince(theirs, this.page)
+      if (isEmpty(lacking)) break
       const now = replica.compactVector(this.retiredBefore())
-      const answer2 = await node.request(peerId, SYNC_SUMMARY_PROTOCOL, { ...travelling(lacking), active: now.active, retired: now.retired }) as SummaryAnswer
-      if (this.isCompactAnswer(answer2) && !('retired_mismatch' in answer2)) await this.applyAnswer(peerId, answer2)
+      const answer = await node.request(peerId, SYNC_SUMMARY_PROTOCOL, { ...pushed(lacking), active: now.active, retired: now.retired }) as SummaryAnswer
+      if (!this.isCompactAnswer(answer) || 'retired_mismatch' in answer) break
+      if (!(await this.applyAnswer(peerId, answer))) break
+      const next = { ...now.retiredEntries, ...vectorOf(answer.active) }
+      if (!this.another(peerId, 'push', lacking.more, pages, vectorRoot(next) !== vectorRoot(theirs))) break
+      theirs = next
     }
     this.rounds.compacted++
     return 'done'
+  }
+
+  /**
+   * Whether a round goes on with another page: the last one said `more`, moved a vector (`moved`:
+   * ours when pulling, the member's when pushing) and the round has pages left.
+   */
+  private another(peerId: string, way: 'pull' | 'push', more: boolean | undefined, pages: number, moved: boolean): boolean {
+    if (more !== true) return false
+    if (!moved) {
+      this.log.debug({ peer_id: peerId, way, pages }, 'sync page moved no vector: the round stops')
+      return false
+    }
+    if (pages >= this.maxPages) {
+      this.log.debug({ peer_id: peerId, way, pages }, 'sync round reached its page bound: the next round goes on')
+      return false
+    }
+    return true
   }
 
   private isCompactAnswer(answer: SummaryAnswer | null): answer is (Omit<SyncBatch, 'vector'> & CompactVector) | ({ retired_mismatch: true } & CompactVector) {
@@ -366,15 +442,29 @@ export class CatalogSync {
     return false
   }
 
-  /** Whole-vector sync (`/svc/sync/1.0.0`, as every earlier build speaks it). */
+  /**
+   * Whole-vector sync (`/svc/sync/1.0.0`, as every earlier build speaks it), a page at a time while
+   * the member says `more` (an earlier build answers everything at once, without it).
+   */
   private async syncByVector(peerId: string): Promise<void> {
     const { node, replica } = this.c
-    const answer = await node.request(peerId, SYNC_PROTOCOL, { added: [], updated: [], deleted: [], timestamp: new Date().toISOString(), vector: replica.versionVector() }) as SyncBatch
-    if (!(await this.applyAnswer(peerId, answer))) return
-    const vector = answer?.vector !== null && typeof answer?.vector === 'object' ? answer.vector : {}
-    const mine = await replica.changesSince(vector)
-    if (mine.added.length + mine.updated.length + mine.deleted.length > 0) {
-      await node.request(peerId, SYNC_PROTOCOL, { ...travelling(mine), vector: replica.versionVector() })
+    let answer: SyncBatch
+    for (let pages = 1; ; pages++) {
+      const before = replica.vectorRoot()
+      answer = await node.request(peerId, SYNC_PROTOCOL, { added: [], updated: [], deleted: [], timestamp: new Date().toISOString(), vector: replica.versionVector() }) as SyncBatch
+      if (!(await this.applyAnswer(peerId, answer))) return
+      if (!this.another(peerId, 'pull', answer?.more, pages, replica.vectorRoot() !== before)) break
+    }
+    // what the member lacks, a page at a time: each answer brings its vector with the page applied
+    let theirs = vectorOf(answer?.vector)
+    for (let pages = 1; ; pages++) {
+      const mine = await replica.changesSince(theirs, this.page)
+      if (isEmpty(mine)) break
+      const { more: _more, ...page } = travelling(mine)
+      const reply = await node.request(peerId, SYNC_PROTOCOL, { ...page, vector: replica.versionVector() }) as Partial<SyncBatch> | null
+      const next = vectorOf(reply?.vector)
+      if (!this.another(peerId, 'push', mine.more, pages, vectorRoot(next) !== vectorRoot(theirs))) break
+      theirs = next
     }
   }
 }

@@ -80,6 +80,8 @@ export class Federation implements FederationPort {
     this.catalog = new CatalogSync({
       ...(init.syncIntervalMs !== undefined ? { syncIntervalMs: init.syncIntervalMs } : {}),
       ...(init.retireOriginsAfterMs !== undefined ? { retireOriginsAfterMs: init.retireOriginsAfterMs } : {}),
+      ...(init.syncPage !== undefined ? { syncPage: init.syncPage } : {}),
+      ...(init.maxSyncPagesPerRound !== undefined ? { maxSyncPagesPerRound: init.maxSyncPagesPerRound } : {}),
     }, {
       node, replica, logger: log, ...(metrics ? { metrics } : {}),
       onAddedBy: (digest, origin) => this.code.hintHolder(digest, origin),

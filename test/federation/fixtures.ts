@@ -5,7 +5,9 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { catalogKey, signedBytes, type CatalogChange, type Engine, type VersionChange } from '../../src/engine/index.js'
 import { CertificateVerifier, createFederationCa, issueNodeCertificate, type CertificateAuthority, type IssueOptions } from '../../src/federation/certificates.js'
 import { createChangeAuthenticator } from '../../src/federation/change-authenticator.js'
+import { createFederation, type Federation, type FederationInit } from '../../src/federation/federation.js'
 import { createFederationNode, type FederationNode, type FederationNodeInit } from '../../src/federation/node.js'
+import { createTestEngine, principal } from '../fixtures/engine.js'
 
 export interface TestIdentity {
   privateKey: PrivateKey
@@ -94,6 +96,30 @@ export async function handChange(from: HandOrigin, template: VersionChange, seq:
   const change: VersionChange = { ...template, origin: from.origin, seq, hlc, fn, ledger, key: catalogKey(fn.tenant_id, fn.function_name, version) }
   delete change.sig
   return from.sign(change)
+}
+
+/** A real signed change to copy by hand (`handChange`): a function of tenant acme, from an engine that is not a member. */
+export async function templateChange(functionName: string): Promise<VersionChange> {
+  const scratch = await createTestEngine()
+  await signingReplica(scratch.engine)
+  await scratch.engine.functions.create(principal('acme'), {
+    function_name: functionName, signature: '(a)', language: 'javascript', source_code: `function ${functionName}(a) {\n  return a\n}\n`,
+  })
+  const template = (await scratch.engine.replication.changesSince({})).added[0] as VersionChange
+  await scratch.engine.stop()
+  return template
+}
+
+/**
+ * The federation of `engine` on loopback as `identity` (a certificate from the test CA), not
+ * started; anti-entropy off unless `init` says otherwise.
+ */
+export function loopbackFederation(engine: Engine, identity: TestIdentity, bootstrap: string[], init: Partial<FederationInit> = {}): Federation {
+  return createFederation({
+    privateKey: identity.privateKey, listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap, caCertPem: testCa().certPem,
+    certPem: issueNodeCertificate(testCa(), identity.peerId).certPem, endpoint: `http://127.0.0.1/${identity.peerId.slice(-6)}`,
+    syncIntervalMs: 0, ...init,
+  }, { engine, metrics: engine.metrics })
 }
 
 /** An HLC stamp at wall time `ms`. */

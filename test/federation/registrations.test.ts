@@ -4,9 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Engine } from '../../src/engine/index.js'
 import { issueNodeCertificate } from '../../src/federation/certificates.js'
-import { createFederation, NODES_TOPIC, type Federation } from '../../src/federation/federation.js'
+import { NODES_TOPIC, type Federation } from '../../src/federation/federation.js'
 import { createTestEngine } from '../fixtures/engine.js'
-import { newIdentity, testCa, waitFor } from './fixtures.js'
+import { loopbackFederation, newIdentity, testCa, waitFor } from './fixtures.js'
 
 const TTL_MS = 1_500
 const MAX = 3
@@ -19,11 +19,7 @@ interface Member {
 async function member(bootstrap: string[] = []): Promise<Member> {
   const { engine } = await createTestEngine()
   const identity = await newIdentity()
-  const federation = createFederation({
-    privateKey: identity.privateKey, listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap, caCertPem: testCa().certPem,
-    certPem: issueNodeCertificate(testCa(), identity.peerId).certPem, endpoint: `http://127.0.0.1/${identity.peerId.slice(-6)}`,
-    syncIntervalMs: 0, registrationTtlMs: TTL_MS, maxRegistrations: MAX,
-  }, { engine, metrics: engine.metrics })
+  const federation = loopbackFederation(engine, identity, bootstrap, { registrationTtlMs: TTL_MS, maxRegistrations: MAX })
   await federation.start()
   return { engine, federation }
 }

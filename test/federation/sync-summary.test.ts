@@ -9,8 +9,8 @@ import type { CatalogChange, Engine, VersionChange } from '../../src/engine/inde
 import { issueNodeCertificate } from '../../src/federation/certificates.js'
 import { SYNC_PROTOCOL, SYNC_SUMMARY_PROTOCOL } from '../../src/federation/catalog-sync.js'
 import { createFederation, type Federation } from '../../src/federation/federation.js'
-import { createTestEngine, principal } from '../fixtures/engine.js'
-import { handChange, handOrigins, hlcAt, newIdentity, signingReplica, testCa, waitFor, type HandOrigin, type TestIdentity } from './fixtures.js'
+import { createTestEngine } from '../fixtures/engine.js'
+import { handChange, handOrigins, hlcAt, newIdentity, templateChange, testCa, waitFor, type HandOrigin, type TestIdentity } from './fixtures.js'
 
 const RETIRED = Number(process.env.SYNC_SUMMARY_ORIGINS ?? 300)
 const ACTIVE = 10
@@ -80,12 +80,7 @@ describe('sync by summary: roots first, active origins when they differ, the who
   }
 
   beforeAll(async () => {
-    // a real change to copy (a function of one tenant), from an engine that is not a member
-    const scratch = await createTestEngine()
-    await signingReplica(scratch.engine)
-    await scratch.engine.functions.create(principal('acme'), { function_name: 'many', signature: '(a)', language: 'javascript', source_code: 'function many(a) {\n  return a\n}\n' })
-    template = (await scratch.engine.replication.changesSince({})).added[0] as VersionChange
-    await scratch.engine.stop()
+    template = await templateChange('many')
     origins = await handOrigins(RETIRED + ACTIVE + 4)
     for (const o of origins) certificates[o.origin] = o.certPem
     a = await member()

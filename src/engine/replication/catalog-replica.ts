@@ -9,7 +9,7 @@ import { LruCache } from '../lru.js'
 import { Mutex } from '../mutex.js'
 import type { CatalogStore, LevelDatabase } from '../storage/catalog-store.js'
 import type { FunctionVersion, LedgerEntry } from '../types.js'
-import { signedBytes, type ChangeAuthenticator, type ChangeRejection, type ChangeVerdict } from './change-authenticator.js'
+import { signedBytes, withoutCode, type ChangeAuthenticator, type ChangeRejection, type ChangeVerdict } from './change-authenticator.js'
 import { HybridLogicalClock } from './hlc.js'
 
 type Json = AbstractSublevel<LevelDatabase, unknown, string, unknown>
@@ -84,6 +84,18 @@ export interface SyncBatch {
    * batch: a node that never met an origin checks its changes with it
    */
   certificates?: Record<string, string>
+  /**
+   * the sender stopped early (a page, see `changesSince`): the receiver asks again with its vector
+   * advanced by this batch for the rest. Absent from an earlier build's answers (one whole batch)
+   */
+  more?: boolean
+}
+
+/** How much one sync batch may carry (`changesSince`): whichever limit comes first. */
+export interface SyncPageLimits {
+  maxChanges: number
+  /** bytes of JSON (UTF-8) of the changes (without code) and of their certificates */
+  maxBytes: number
 }
 
 /** One version a key's contenders include: an entry per distinct content (hash) at that key. */
@@ -582,28 +594,41 @@ export class CatalogReplica {
   }
 
   /**
-   * Signed changes above `vector` (everything a replica with that vector lacks), as a sync batch,
-   * with the credential of each origin in it. Unsigned changes (recorded before changes were
-   * signed) are not relayed.
+   * Signed changes above `vector` (what a replica with that vector lacks), as a sync batch, with
+   * the credential of each origin in it. Unsigned changes (recorded before changes were signed) are
+   * not relayed. With `page`, the batch stops before it would exceed `maxChanges` changes or
+   * `maxBytes` (the JSON size of the changes as they travel, without code, and of the certificates;
+   * at least one change), and says `more: true`: each origin's part is then a prefix of what the
+   * replica lacks of it (never a gap), so its vector advanced by the batch asks for the rest.
    */
-  async changesSince(vector: VersionVector): Promise<SyncBatch> {
+  async changesSince(vector: VersionVector, page?: SyncPageLimits): Promise<SyncBatch> {
     const batch: SyncBatch = { added: [], updated: [], deleted: [], timestamp: new Date().toISOString(), vector: this.versionVector() }
-    const origins = new Set<string>()
-    for (const [origin, top] of Object.entries(this.vector)) {
+    const certificates: Record<string, string> = {}
+    let count = 0
+    let bytes = 0
+    scan: for (const [origin, top] of Object.entries(this.vector)) {
       const asked = vector?.[origin]
       const from = Math.max(Number.isInteger(asked) ? asked! : 0, this.legacy[origin] ?? 0) + 1
       if (from > top) continue
       for await (const value of this.log.values({ gte: `${origin}/${pad(from)}`, lte: `${origin}/${pad(top)}` })) {
         const c = value as CatalogChange
         if (typeof c.sig !== 'string') continue
+        if (page !== undefined) {
+          const credential = certificates[origin] === undefined ? this.credentialOf(origin) : undefined
+          const size = Buffer.byteLength(JSON.stringify(withoutCode(c))) + (credential === undefined ? 0 : Buffer.byteLength(origin) + Buffer.byteLength(credential) + 6)
+          if (count > 0 && (count >= page.maxChanges || bytes + size > page.maxBytes)) {
+            batch.more = true
+            break scan
+          }
+          bytes += size
+        }
         batch[c.op].push(c)
-        origins.add(origin)
+        count++
+        if (certificates[origin] === undefined) {
+          const credential = this.credentialOf(origin)
+          if (credential !== undefined) certificates[origin] = credential
+        }
       }
-    }
-    const certificates: Record<string, string> = {}
-    for (const origin of origins) {
-      const credential = this.credentialOf(origin)
-      if (credential !== undefined) certificates[origin] = credential
     }
     batch.certificates = certificates
     return batch

@@ -329,6 +329,7 @@ export const syncBatchSchema = z.object({
   timestamp: time,
   vector: z.record(z.string(), z.number()).describe('origin → highest sequence seen'),
   certificates: z.record(z.string(), z.string()).optional().describe("origin → its federation certificate (PEM), for the origins of the batch's changes"),
+  more: z.boolean().optional().describe('true: this answer is a page (at most 2,000 changes or 8 MiB); ask again with your vector advanced by it for the rest'),
 })
 export const catalogDigestSchema = z.object({ digest: z.string(), entries: z.int(), vector: z.record(z.string(), z.number()) })
 export const conflictListSchema = z.object({ items: z.array(jsonObject) })
