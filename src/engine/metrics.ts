@@ -63,7 +63,11 @@ export const MEMBERSHIP_REFUSAL_REASONS = [
 export type MembershipRefusalReason = (typeof MEMBERSHIP_REFUSAL_REASONS)[number]
 
 /** the `reason` label values of `svc_federation_changes_rejected_total` */
-export const CHANGE_REJECTION_REASONS = [...CHANGE_REJECTIONS, 'malformed', 'duplicate_sequence'] as const
+/**
+ * Why a replicated change was not applied; `sequence_gap`: a gossiped change above a gap in its
+ * origin's sequence, not applied on its own (a sync with its origin brings it with the missing ones).
+ */
+export const CHANGE_REJECTION_REASONS = [...CHANGE_REJECTIONS, 'malformed', 'duplicate_sequence', 'sequence_gap'] as const
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 

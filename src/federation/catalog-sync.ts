@@ -168,9 +168,17 @@ export class CatalogSync {
     node.subscribe(CATALOG_TOPIC, async (payload, publisher) => {
       // checkGossipedChange accepted it: the publisher is its origin and signed it
       const change = payload as CatalogChange
+      // A gap in the origin's sequence (a gossip message was missed, or arrives late): the change is
+      // not applied on its own, since the vector would then move past the missing one and no sync
+      // would ever offer it again; a sync with the sender (the origin: members gossip only their
+      // own changes) brings the missing ones and this one, in order (from wherever the origin's
+      // relayed changes start: changes recorded before they were signed are never relayed).
+      if (change.seq > (replica.versionVector()[change.origin] ?? 0) + 1) {
+        this.c.metrics?.federationChangesRejected.inc({ reason: 'sequence_gap' })
+        void this.syncWith(publisher.peerId)
+        return
+      }
       await this.applyFrom([change], { [publisher.peerId]: publisher.registration.auth.certificate }, publisher.peerId)
-      // a gap in the origin's sequence: something was missed, repair it from the sender
-      if ((replica.versionVector()[change.origin] ?? 0) < change.seq) void this.syncWith(publisher.peerId)
     }, (payload, publisher) => this.checkGossipedChange(payload, publisher))
     await node.handleMembers(SYNC_PROTOCOL, async (request, from) => this.answerSync(request as Partial<SyncBatch>, from))
     await node.handleMembers(SYNC_SUMMARY_PROTOCOL, async (request, from) => this.answerSummary(request, from))

@@ -1,0 +1,71 @@
+// A gossiped change above a gap in its origin's sequence (the message before it was missed) is not
+// applied on its own: the receiver's version vector would move past the missing change and no
+// sync would ever offer it again (the replicas' digests would differ for good while their vector
+// roots agree). The receiver syncs with the origin instead, which brings both. In-process members
+// over real libp2p, anti-entropy off: only the join's round and what the gap starts.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Engine } from '../../src/engine/index.js'
+import { CATALOG_TOPIC } from '../../src/federation/catalog-sync.js'
+import type { Federation } from '../../src/federation/federation.js'
+import { createTestEngine, principal } from '../fixtures/engine.js'
+import { loopbackFederation, newIdentity, waitFor } from './fixtures.js'
+
+interface Member {
+  engine: Engine
+  federation: Federation
+}
+
+async function member(bootstrap: string[] = []): Promise<Member> {
+  const { engine } = await createTestEngine()
+  const federation = loopbackFederation(engine, await newIdentity(), bootstrap)
+  await federation.start()
+  return { engine, federation }
+}
+
+const fn = (name: string): Record<string, unknown> => ({ function_name: name, signature: '(a, b)', language: 'javascript', source_code: `function ${name}(a, b) { return a + b }` })
+const digestOf = async (m: Member): Promise<string> => (await m.engine.replication.digest()).digest
+
+describe('a gossiped change above a gap in its origin sequence', () => {
+  let a: Member, b: Member
+  beforeAll(async () => {
+    a = await member()
+    b = await member([a.federation.node.multiaddrs()[0]!])
+    await waitFor(() => a.federation.node.members().length === 1 && b.federation.node.members().length === 1, 20_000)
+    await waitFor(() => a.federation.node.p2p.services.pubsub.getSubscribers(CATALOG_TOPIC).some((p) => p.toString() === b.federation.nodeId), 20_000)
+  }, 60_000)
+  afterAll(async () => {
+    for (const m of [a, b]) {
+      await m.federation.stop().catch(() => undefined)
+      await m.engine.stop().catch(() => undefined)
+    }
+  })
+
+  it('is not applied alone: the receiver syncs with its origin and gets the missed change too', async () => {
+    const dev = principal('acme')
+    await a.engine.functions.create(dev, fn('gap_first'))
+    await waitFor(async () => (await digestOf(a)) === (await digestOf(b)), 10_000)
+    const origin = a.engine.replication.origin
+    const before = b.engine.replication.versionVector()[origin] ?? 0
+    // A's gossip of its next change is lost on the way
+    const node = a.federation.node
+    const publish = node.publish.bind(node)
+    let dropped = 0
+    node.publish = async (topic, payload) => {
+      if (topic === CATALOG_TOPIC && dropped === 0) {
+        dropped++
+        return
+      }
+      return publish(topic, payload)
+    }
+    try {
+      await a.engine.functions.create(dev, fn('gap_missed'))
+      await a.engine.functions.create(dev, fn('gap_after'))
+    } finally {
+      node.publish = publish
+    }
+    expect(dropped).toBe(1)
+    // B heard only of the third change; it must end with all of A's, its vector an unbroken prefix
+    await waitFor(async () => (await digestOf(a)) === (await digestOf(b)), 10_000)
+    expect(b.engine.replication.versionVector()[origin]).toBe(before + 2)
+  }, 30_000)
+})
