@@ -83,9 +83,7 @@ export class ExecutionService {
     requirePermission(principal, 'rufid.execute')
     const normalizedArgs = normalizeArguments(args)
     const { fn } = await this.c.registry.resolve(principal, target, 'rufid.execute')
-    const record = isDeterministic(fn)
-      ? await this.executeDeterministic(principal, fn, normalizedArgs)
-      : await this.run(principal, fn, normalizedArgs, undefined, { argsDigest: argumentsDigestOrUndefined(normalizedArgs), deterministic: false })
+    const record = await this.callOnce(principal, fn, normalizedArgs)
     if (record.status !== 'success') {
       const e = record.error!
       throw new SvcError(e.name as ConstructorParameters<typeof SvcError>[0], e.message, {
@@ -113,8 +111,7 @@ export class ExecutionService {
     const task = (async () => {
       await this.c.store.putExecution({ ...queued, status: 'running', started_at: new Date().toISOString() })
       // a deterministic function is answered from the result cache (or a member's receipt) like a synchronous call
-      if (isDeterministic(fn)) await this.executeDeterministic(principal, fn, normalizedArgs, queued.execution_id)
-      else await this.run(principal, fn, normalizedArgs, queued.execution_id, { argsDigest: argumentsDigestOrUndefined(normalizedArgs), deterministic: false })
+      await this.callOnce(principal, fn, normalizedArgs, queued.execution_id)
     })().catch(async (err: unknown) => {
       const e = err instanceof SvcError ? err : new SvcError('INTERNAL_ERROR', 'execution could not run')
       await this.c.store.putExecution({
@@ -156,6 +153,12 @@ export class ExecutionService {
       logs: [],
       user: principal.user,
     }
+  }
+
+  /** One call, synchronous or queued: a deterministic function's through the result cache, any other's run here. */
+  private callOnce(principal: Principal, fn: FunctionVersion, args: Record<string, unknown> | unknown[], id?: string): Promise<ExecutionRecord> {
+    if (isDeterministic(fn)) return this.executeDeterministic(principal, fn, args, id)
+    return this.run(principal, fn, args, id, { argsDigest: argumentsDigestOrUndefined(args), deterministic: false })
   }
 
   /**
