@@ -173,7 +173,7 @@ export class CatalogSync {
       // would ever offer it again; a sync with the sender (the origin: members gossip only their
       // own changes) brings the missing ones and this one, in order (from wherever the origin's
       // relayed changes start: changes recorded before they were signed are never relayed).
-      if (change.seq > (replica.versionVector()[change.origin] ?? 0) + 1) {
+      if (change.seq > replica.sequenceOf(change.origin) + 1) {
         this.c.metrics?.federationChangesRejected.inc({ reason: 'sequence_gap' })
         void this.syncWith(publisher.peerId)
         return
@@ -272,8 +272,7 @@ export class CatalogSync {
 
   private async answerSync(request: Partial<SyncBatch> | null, from?: FederationMember): Promise<SyncBatch> {
     await this.applyRequest(request, from)
-    const vector = request?.vector !== null && typeof request?.vector === 'object' ? request.vector : {}
-    return travelling(await this.c.replica.changesSince(vector, this.page))
+    return travelling(await this.c.replica.changesSince(vectorOf(request?.vector), this.page))
   }
 
   /**

@@ -398,6 +398,11 @@ export class CatalogReplica {
     return { ...this.vector }
   }
 
+  /** The vector's entry of one origin (0: none of its changes held), without copying the vector. */
+  sequenceOf(origin: string): number {
+    return this.vector[origin] ?? 0
+  }
+
   /**
    * The part of the vector other replicas can hold too: origins with signed changes (an origin whose
    * changes are all unsigned, recorded before changes were signed, is never relayed).
@@ -610,12 +615,14 @@ export class CatalogReplica {
       const asked = vector?.[origin]
       const from = Math.max(Number.isInteger(asked) ? asked! : 0, this.legacy[origin] ?? 0) + 1
       if (from > top) continue
+      const credential = this.credentialOf(origin)
       for await (const value of this.log.values({ gte: `${origin}/${pad(from)}`, lte: `${origin}/${pad(top)}` })) {
         const c = value as CatalogChange
         if (typeof c.sig !== 'string') continue
+        // the origin's certificate travels with its first change in the batch
+        const presents = credential !== undefined && certificates[origin] === undefined
         if (page !== undefined) {
-          const credential = certificates[origin] === undefined ? this.credentialOf(origin) : undefined
-          const size = Buffer.byteLength(JSON.stringify(withoutCode(c))) + (credential === undefined ? 0 : Buffer.byteLength(origin) + Buffer.byteLength(credential) + 6)
+          const size = Buffer.byteLength(JSON.stringify(withoutCode(c))) + (presents ? Buffer.byteLength(origin) + Buffer.byteLength(credential) + 6 : 0)
           if (count > 0 && (count >= page.maxChanges || bytes + size > page.maxBytes)) {
             batch.more = true
             break scan
@@ -624,10 +631,7 @@ export class CatalogReplica {
         }
         batch[c.op].push(c)
         count++
-        if (certificates[origin] === undefined) {
-          const credential = this.credentialOf(origin)
-          if (credential !== undefined) certificates[origin] = credential
-        }
+        if (presents) certificates[origin] = credential
       }
     }
     batch.certificates = certificates
