@@ -4,6 +4,7 @@ import { isReceiptError, resultDigest, verifyReceipt, type Receipt } from '../co
 import { parseRufid } from '../core/rufid.js'
 import type { AuditLog } from '../engine/audit/audit-log.js'
 import { resultCacheKey, type CachedResult, type ResultCache, type ResultKeyFields } from '../engine/executions/result-cache.js'
+import { LruCache } from '../engine/lru.js'
 import type { RemoteResult, RemoteResultQuery } from '../engine/replication/federation-port.js'
 import { noopLogger, type FederationLogger } from './logger.js'
 import type { FederationMember, FederationNode } from './node.js'
@@ -98,8 +99,9 @@ export class ResultProvider {
    * Certificates (their exact PEM text) that verified as issued by the federation CA: whether a
    * certificate is issued by a CA depends on those two texts only, so it is checked once. Its
    * validity period, the PeerId it binds and the revocation list are checked on every receipt.
+   * Bounded: the least recently seen goes first.
    */
-  private readonly chained = new Set<string>()
+  private readonly chained = new LruCache<true>(MAX_CHAINED, () => undefined)
 
   constructor(init: ResultProviderInit, private readonly c: ResultProviderComponents) {
     this.init = {
@@ -227,13 +229,6 @@ export class ResultProvider {
 
   // ---- verification -------------------------------------------------------------------------------
 
-  /** Adds a certificate that verified under the CA to `chained` (bounded: the oldest goes first). */
-  private rememberChained(pem: string): void {
-    if (this.chained.has(pem)) return
-    if (this.chained.size >= MAX_CHAINED) this.chained.delete(this.chained.values().next().value as string)
-    this.chained.add(pem)
-  }
-
   private trusted(r: Receipt): boolean {
     return this.init.trust !== 'trusted_signers' || this.init.trustedSigners.has(r.peer_id)
   }
@@ -258,13 +253,13 @@ export class ResultProvider {
       let receipt: Receipt
       try {
         const pem = (raw as { certificate?: unknown } | null)?.certificate
-        const chained = typeof pem === 'string' && this.chained.has(pem)
+        const chained = typeof pem === 'string' && this.chained.touch(pem) !== undefined
         // a certificate already found issued by the CA is not checked against it again (the CA's
         // parse and signature check were most of a verification); every other step runs every time
         receipt = verifyReceipt(raw, {
           ...(chained ? {} : { caCertPem: this.init.caCertPem }), revoked: this.init.revoked, result: result ?? null, ...(query ? { args: query.args } : {}),
         }).receipt
-        if (!chained) this.rememberChained(receipt.certificate)
+        if (!chained) this.chained.put(receipt.certificate, true)
       } catch (err) {
         if (isReceiptError(err)) return { ok: false, failure: err.failure, detail: err.message }
         return { ok: false, failure: 'malformed', detail: (err as Error).message }
