@@ -122,6 +122,38 @@ export function loopbackFederation(engine: Engine, identity: TestIdentity, boots
   }, { engine, metrics: engine.metrics })
 }
 
+/** An in-process member: its engine and its federation (see `loopbackFederation`). */
+export interface LoopbackMember {
+  engine: Engine
+  federation: Federation
+}
+
+/**
+ * Two started in-process members over real libp2p, B bootstrapped to A, once each lists the other
+ * as a member and A knows B subscribes to `topic` (a message A publishes on it then reaches B).
+ */
+export async function loopbackPair(topic: string, init: Partial<FederationInit> = {}): Promise<[LoopbackMember, LoopbackMember]> {
+  const member = async (bootstrap: string[]): Promise<LoopbackMember> => {
+    const { engine } = await createTestEngine()
+    const federation = loopbackFederation(engine, await newIdentity(), bootstrap, init)
+    await federation.start()
+    return { engine, federation }
+  }
+  const a = await member([])
+  const b = await member([a.federation.node.multiaddrs()[0]!])
+  await waitFor(() => a.federation.node.members().length === 1 && b.federation.node.members().length === 1, 20_000)
+  await waitFor(() => a.federation.node.p2p.services.pubsub.getSubscribers(topic).some((p) => p.toString() === b.federation.nodeId), 20_000)
+  return [a, b]
+}
+
+/** Stops members started by `loopbackPair` (each federation, then its engine). */
+export async function stopMembers(members: Array<LoopbackMember | undefined>): Promise<void> {
+  for (const m of members) {
+    await m?.federation.stop().catch(() => undefined)
+    await m?.engine.stop().catch(() => undefined)
+  }
+}
+
 /** An HLC stamp at wall time `ms`. */
 export const hlcAt = (ms: number, counter = 0): string => `${String(ms).padStart(18, '0')}-${String(counter).padStart(6, '0')}`
 

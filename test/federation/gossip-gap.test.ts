@@ -4,23 +4,9 @@
 // roots agree). The receiver syncs with the origin instead, which brings both. In-process members
 // over real libp2p, anti-entropy off: only the join's round and what the gap starts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Engine } from '../../src/engine/index.js'
 import { CATALOG_TOPIC } from '../../src/federation/catalog-sync.js'
-import type { Federation } from '../../src/federation/federation.js'
-import { createTestEngine, principal } from '../fixtures/engine.js'
-import { loopbackFederation, newIdentity, waitFor } from './fixtures.js'
-
-interface Member {
-  engine: Engine
-  federation: Federation
-}
-
-async function member(bootstrap: string[] = []): Promise<Member> {
-  const { engine } = await createTestEngine()
-  const federation = loopbackFederation(engine, await newIdentity(), bootstrap)
-  await federation.start()
-  return { engine, federation }
-}
+import { principal } from '../fixtures/engine.js'
+import { loopbackPair, stopMembers, waitFor, type LoopbackMember as Member } from './fixtures.js'
 
 const fn = (name: string): Record<string, unknown> => ({ function_name: name, signature: '(a, b)', language: 'javascript', source_code: `function ${name}(a, b) { return a + b }` })
 const digestOf = async (m: Member): Promise<string> => (await m.engine.replication.digest()).digest
@@ -28,17 +14,9 @@ const digestOf = async (m: Member): Promise<string> => (await m.engine.replicati
 describe('a gossiped change above a gap in its origin sequence', () => {
   let a: Member, b: Member
   beforeAll(async () => {
-    a = await member()
-    b = await member([a.federation.node.multiaddrs()[0]!])
-    await waitFor(() => a.federation.node.members().length === 1 && b.federation.node.members().length === 1, 20_000)
-    await waitFor(() => a.federation.node.p2p.services.pubsub.getSubscribers(CATALOG_TOPIC).some((p) => p.toString() === b.federation.nodeId), 20_000)
+    ;[a, b] = await loopbackPair(CATALOG_TOPIC)
   }, 60_000)
-  afterAll(async () => {
-    for (const m of [a, b]) {
-      await m.federation.stop().catch(() => undefined)
-      await m.engine.stop().catch(() => undefined)
-    }
-  })
+  afterAll(() => stopMembers([a, b]))
 
   it('is not applied alone: the receiver syncs with its origin and gets the missed change too', async () => {
     const dev = principal('acme')

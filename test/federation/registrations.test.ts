@@ -2,27 +2,12 @@
 // from a registration while they keep being heard of: a registration not renewed within
 // `registrationTtlMs` is forgotten, and at most `maxRegistrations` are kept (in-process members).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Engine } from '../../src/engine/index.js'
 import { issueNodeCertificate } from '../../src/federation/certificates.js'
-import { NODES_TOPIC, type Federation } from '../../src/federation/federation.js'
-import { createTestEngine } from '../fixtures/engine.js'
-import { loopbackFederation, newIdentity, testCa, waitFor } from './fixtures.js'
+import { NODES_TOPIC } from '../../src/federation/federation.js'
+import { loopbackPair, newIdentity, stopMembers, testCa, waitFor, type LoopbackMember as Member } from './fixtures.js'
 
 const TTL_MS = 1_500
 const MAX = 3
-
-interface Member {
-  engine: Engine
-  federation: Federation
-}
-
-async function member(bootstrap: string[] = []): Promise<Member> {
-  const { engine } = await createTestEngine()
-  const identity = await newIdentity()
-  const federation = loopbackFederation(engine, identity, bootstrap, { registrationTtlMs: TTL_MS, maxRegistrations: MAX })
-  await federation.start()
-  return { engine, federation }
-}
 
 async function outsider(): Promise<{ node_id: string; endpoint: string; capabilities: object; auth: { certificate: string; public_key: string } }> {
   const identity = await newIdentity()
@@ -38,18 +23,10 @@ const listed = (m: Member): string[] => m.federation.nodes().map((n) => n.node_i
 describe('registered nodes expire unless renewed, and are bounded in number', () => {
   let a: Member, b: Member
   beforeAll(async () => {
-    a = await member()
-    b = await member([a.federation.node.multiaddrs()[0]!])
-    await waitFor(() => a.federation.node.members().length === 1 && b.federation.node.members().length === 1, 20_000)
     // A's broadcast reaches B only once A knows B subscribes to the nodes topic (a gossipsub heartbeat or so)
-    await waitFor(() => a.federation.node.p2p.services.pubsub.getSubscribers(NODES_TOPIC).some((p) => p.toString() === b.federation.nodeId), 20_000, 50)
+    ;[a, b] = await loopbackPair(NODES_TOPIC, { registrationTtlMs: TTL_MS, maxRegistrations: MAX })
   }, 60_000)
-  afterAll(async () => {
-    for (const m of [a, b]) {
-      await m.federation.stop().catch(() => undefined)
-      await m.engine.stop().catch(() => undefined)
-    }
-  })
+  afterAll(() => stopMembers([a, b]))
 
   it('at most maxRegistrations are kept (the least recently heard of go first); past the TTL they are gone, connected members stay', async () => {
     const regs = [await outsider(), await outsider(), await outsider(), await outsider(), await outsider()]
