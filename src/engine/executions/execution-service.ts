@@ -12,7 +12,7 @@ import { failedOutcome } from '../sandbox/outcome.js'
 import type { WheelProvisioner } from './wheel-provisioner.js'
 import type { FederationPort } from '../replication/federation-port.js'
 import { argumentsDigestOrUndefined, ReceiptIssuer } from './receipt-issuer.js'
-import { RESULT_CACHE_DEFAULTS, ResultCache, resultCacheKey, type CachedResult, type ResultCacheInit, type ResultKeyFields } from './result-cache.js'
+import { RESULT_CACHE_DEFAULTS, ResultCache, ResultKeys, type CachedResult, type ResultCacheInit } from './result-cache.js'
 import type { ExecutionRecord, ExecutionStatus, FunctionStats, FunctionVersion, Principal } from '../types.js'
 
 /** Per-execution limits (the sandbox's own type). */
@@ -65,6 +65,8 @@ export class ExecutionService {
   readonly results: ResultCache
   /** deterministic calls being computed here, by result key: a second identical call waits for the first */
   private readonly inflight = new Map<string, Promise<CachedResult | undefined>>()
+  /** result keys of recent deterministic calls */
+  private readonly keys = new ResultKeys()
   private lookups = { hits: 0, total: 0 }
 
   constructor(init: ExecutionServiceInit, components: ExecutionServiceComponents) {
@@ -170,15 +172,13 @@ export class ExecutionService {
    * and receipt kept and offered to the federation. Identical calls in flight here run once.
    */
   private async executeDeterministic(principal: Principal, fn: FunctionVersion, args: Record<string, unknown> | unknown[], id?: string): Promise<ExecutionRecord> {
-    const argsDigest = argumentsDigestOrUndefined(args)
+    const keyed = this.keys.of(fn.tenant_id, fn.content_digest, this.receipts.lockfileDigestOf(fn), args)
     // arguments without a canonical form cannot be keyed: run, uncached
-    if (argsDigest === undefined) return this.run(principal, fn, args, id, { argsDigest, deterministic: true })
+    if (keyed === undefined) return this.run(principal, fn, args, id, { argsDigest: undefined, deterministic: true })
+    const { fields, key } = keyed
+    const argsDigest = fields.arguments_digest
     const started = performance.now()
     const started_at = new Date().toISOString()
-    const fields: ResultKeyFields = {
-      tenant: fn.tenant_id, content_digest: fn.content_digest, lockfile_digest: this.receipts.lockfileDigestOf(fn), arguments_digest: argsDigest,
-    }
-    const key = resultCacheKey(fields)
     const held = this.trustedEntry(this.results.get(key)) ?? await this.inflight.get(key)?.catch(() => undefined)
     if (held !== undefined) return this.answerFromCache(principal, fn, held, 'hit', started, started_at, id)
 
