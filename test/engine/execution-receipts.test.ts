@@ -6,7 +6,7 @@
 // build (receipt inline).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { receiptDigest, verifyReceipt, type Receipt, type ReceiptSigner } from '../../src/core/receipt.js'
-import type { EngineComponents, LevelDatabase } from '../../src/engine/index.js'
+import type { EngineComponents, ExecutionRecord, LevelDatabase } from '../../src/engine/index.js'
 import { issueNodeCertificate } from '../../src/federation/certificates.js'
 import { receiptSignerOf } from '../../src/federation/receipt-signer.js'
 import { createTestEngine, principal, realSandbox, rejectionOf, type TestEngine } from '../fixtures/engine.js'
@@ -131,14 +131,20 @@ describe('execution records refer to their receipts', () => {
     await stop(again)
   })
 
-  it('reads records written by the previous build (receipt inline) as they are', async () => {
+  /** One execution of a fresh function `name` on a fresh database, the engine stopped, the database open. */
+  const executedOnce = async (name: string, args: Record<string, number>): Promise<{ db: LevelDatabase; run: ExecutionRecord }> => {
     const db = new MemoryLevel<string, unknown>({ valueEncoding: 'json' }) as unknown as LevelDatabase
     const t = await start(db)
-    const { rufid } = await t.engine.functions.create(dev, { ...addJs, function_name: 'addOld', source_code: 'function addOld(a, b) { return a + b }' })
-    const run = await t.engine.executions.execute(dev, t.engine.functions.target(dev, rufid), { a: 3, b: 4 })
+    const { rufid } = await t.engine.functions.create(dev, { ...addJs, function_name: name, source_code: `function ${name}(a, b) { return a + b }` })
+    const run = await t.engine.executions.execute(dev, t.engine.functions.target(dev, rufid), args)
     await stop(t)
-    // what the previous build wrote: the whole receipt in the record, no receipts table entry
     await db.open()
+    return { db, run }
+  }
+
+  it('reads records written by the previous build (receipt inline) as they are', async () => {
+    const { db, run } = await executedOnce('addOld', { a: 3, b: 4 })
+    // what the previous build wrote: the whole receipt in the record, no receipts table entry
     const legacy = { ...run, execution_id: 'ex_01JD8X9R6Q4M2N0P5S7T3V1W9Y' }
     await db.sublevel<string, unknown>('executions', { valueEncoding: 'json' }).put(legacy.execution_id, legacy)
     await db.close()
@@ -151,12 +157,7 @@ describe('execution records refer to their receipts', () => {
   })
 
   it('reads a record whose receipt is missing from a damaged database as a record without one (no crash)', async () => {
-    const db = new MemoryLevel<string, unknown>({ valueEncoding: 'json' }) as unknown as LevelDatabase
-    const t = await start(db)
-    const { rufid } = await t.engine.functions.create(dev, { ...addJs, function_name: 'addLost', source_code: 'function addLost(a, b) { return a + b }' })
-    const run = await t.engine.executions.execute(dev, t.engine.functions.target(dev, rufid), { a: 5, b: 6 })
-    await stop(t)
-    await db.open()
+    const { db, run } = await executedOnce('addLost', { a: 5, b: 6 })
     await db.sublevel<string, unknown>('receipts', { valueEncoding: 'json' }).del(receiptDigest(run.receipt as Receipt))
     await db.close()
     const again = await start(db)
