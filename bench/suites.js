@@ -775,6 +775,10 @@ async function localHit({ smoke, log }) {
     const hitJob = { kind: 'http', url: executeUrl, body: execBody, connections: 1, durationMs, warmupMs }
     const pairs = smoke ? 1 : 4
     log(`results: local cache hit vs resolve (${pairs} pairs of rounds, alternating order)`)
+    // one untimed round of each first (2.5 s): the daemon's first seconds of load (JIT tiers, heap
+    // growth) would otherwise fall on the first pair's first round, which is always a hit (with a
+    // 1 s warm-up that pair still measured 1.32× where the others measured 1.18–1.23×)
+    for (const job of [hitJob, resolveJob]) await runLoad({ ...job, durationMs: smoke ? 100 : 2500, warmupMs: 0 })
     const hitsBefore = await hits()
     const rounds = []
     // the daemon's CPU time (utime+stime) per request of a round: robust to the neighbours' load

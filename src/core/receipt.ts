@@ -7,7 +7,7 @@
  * Core imports nothing of ours outside core/: the signer is a narrow port the engine fills with
  * the node's libp2p key, and the PeerId → Ed25519 key step is done by hand (`peer-id.ts`).
  */
-import { createHash, createPublicKey, verify as verifySignature, X509Certificate, type KeyObject } from 'node:crypto'
+import { createPublicKey, hash, verify as verifySignature, X509Certificate, type KeyObject } from 'node:crypto'
 import { canonicalJsonStrict } from './canonical-json.js'
 import { SvcError } from './errors.js'
 import { normalizeCertificateId, nodeCertificateFault, peerIdsBoundBy, type NodeCertificateFailure } from './node-certificate.js'
@@ -109,11 +109,12 @@ export interface VerifiedReceipt {
   checked: { arguments: boolean; result: boolean }
 }
 
-const sha256Hex = (bytes: string | Uint8Array): string => createHash('sha256').update(bytes).digest('hex')
+/** One-shot SHA-256 (node ≥ 20.12; a string is hashed as its UTF-8 bytes): a digest per call costs no Hash object. */
+const sha256Hex = (bytes: string | Uint8Array): string => hash('sha256', bytes, 'hex')
 
 /** SHA-256 hex of the RFC 8785 canonical JSON of `value`; TypeError when it has no canonical form. */
 export function jsonDigest(value: unknown): string {
-  return sha256Hex(Buffer.from(canonicalJsonStrict(value), 'utf8'))
+  return sha256Hex(canonicalJsonStrict(value))
 }
 
 /**

@@ -7,6 +7,7 @@ import { resultCacheKey, type CachedResult, type ResultCache, type ResultKeyFiel
 import { LruCache } from '../engine/lru.js'
 import type { RemoteResult, RemoteResultQuery } from '../engine/replication/federation-port.js'
 import { noopLogger, type FederationLogger } from './logger.js'
+import { MemberSessions } from './member-sessions.js'
 import type { FederationMember, FederationNode } from './node.js'
 
 /**
@@ -18,6 +19,11 @@ import type { FederationMember, FederationNode } from './node.js'
  *   ← {found: false} | {found: true, result, receipts: [Receipt, …]}
  *   → {op: "offer", tenant, content_digest, lockfile_digest, arguments_digest, result, receipts}
  *   ← {stored: boolean}
+ *
+ * Members ask each other over one long-lived stream per member (`RESULT_SESSION_PROTOCOL`, see
+ * member-sessions.ts: the same requests and answers, framed with an id), which saves a remote
+ * hit the stream's opening and protocol negotiation; a member that does not speak it (an older
+ * build) is asked one stream per request on `RESULT_PROTOCOL`, which every node still serves.
  *
  * Where a key's results live: rendezvous (highest random weight) hashing of the result key over
  * the live members. A node that computed a result offers it to the key's first `replicas` members
@@ -34,6 +40,8 @@ import type { FederationMember, FederationNode } from './node.js'
  * matching receipts of distinct signers.
  */
 export const RESULT_PROTOCOL = '/svc/result/1.0.0'
+/** the same requests over one long-lived stream per member */
+export const RESULT_SESSION_PROTOCOL = '/svc/result-session/1.0.0'
 
 export type ResultTrust = 'any_member' | 'trusted_signers' | 'quorum'
 
@@ -58,7 +66,7 @@ export interface ResultProviderInit {
 }
 
 export interface ResultProviderComponents {
-  node: Pick<FederationNode, 'peerId' | 'members' | 'request' | 'handleMembers' | 'unhandle'>
+  node: Pick<FederationNode, 'peerId' | 'members' | 'request' | 'handleMembers' | 'unhandle' | 'p2p' | 'member' | 'ensureMember' | 'onMember'>
   /** this node's result cache (engine.executions.results) */
   results: ResultCache
   audit: Pick<AuditLog, 'record'>
@@ -102,6 +110,8 @@ export class ResultProvider {
    * Bounded: the least recently seen goes first.
    */
   private readonly chained = new LruCache<true>(MAX_CHAINED, () => undefined)
+  /** the asking side: a long-lived stream per member (RESULT_PROTOCOL for older members) */
+  readonly sessions: MemberSessions
 
   constructor(init: ResultProviderInit, private readonly c: ResultProviderComponents) {
     this.init = {
@@ -118,13 +128,17 @@ export class ResultProvider {
     }
     this.log = c.logger ?? noopLogger
     this.random = c.random ?? Math.random
+    this.sessions = new MemberSessions({ protocol: RESULT_SESSION_PROTOCOL, fallback: RESULT_PROTOCOL }, { node: c.node, logger: this.log })
   }
 
   async start(): Promise<void> {
-    await this.c.node.handleMembers(RESULT_PROTOCOL, async (request, from) => this.serve(request, from))
+    const serve = async (request: unknown, from: FederationMember): Promise<unknown> => this.serve(request, from)
+    await this.c.node.handleMembers(RESULT_PROTOCOL, serve)
+    await this.sessions.start(serve)
   }
 
   async stop(): Promise<void> {
+    await this.sessions.stop()
     await this.c.node.unhandle(RESULT_PROTOCOL)
   }
 
@@ -169,7 +183,7 @@ export class ResultProvider {
     for (const peerId of candidates) {
       let answer: { found?: unknown; result?: unknown; receipts?: unknown }
       try {
-        answer = await this.c.node.request(peerId, RESULT_PROTOCOL, { op: 'get', ...fields }, this.init.timeoutMs) as typeof answer
+        answer = await this.sessions.request(peerId, { op: 'get', ...fields }, this.init.timeoutMs) as typeof answer
       } catch (err) {
         this.log.debug({ peer_id: peerId, err }, 'result lookup failed')
         continue
@@ -206,7 +220,7 @@ export class ResultProvider {
     const members = this.c.node.members().map((m) => m.peerId).filter((p) => p !== this.c.node.peerId)
     const fields: ResultKeyFields = { tenant: entry.tenant, content_digest: entry.content_digest, lockfile_digest: entry.lockfile_digest, arguments_digest: entry.arguments_digest }
     for (const peerId of rendezvousOrder(key, members).slice(0, this.init.replicas)) {
-      void this.c.node.request(peerId, RESULT_PROTOCOL, { op: 'offer', ...fields, result: entry.result, receipts: entry.receipts }, this.init.timeoutMs)
+      void this.sessions.request(peerId, { op: 'offer', ...fields, result: entry.result, receipts: entry.receipts }, this.init.timeoutMs)
         .catch((err: unknown) => this.log.debug({ peer_id: peerId, err }, 'result offer failed'))
     }
   }

@@ -3,7 +3,8 @@
 // certificate from a test federation CA.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { argumentsDigest, isReceiptError, receiptDigest, resultDigest, verifyReceipt, type Receipt } from '../../src/core/receipt.js'
-import type { Engine, EngineComponents, ExecutionEvent, ExecutionRecord } from '../../src/engine/index.js'
+import { resultCacheKey, type Engine, type EngineComponents, type ExecutionEvent, type ExecutionRecord } from '../../src/engine/index.js'
+import { ResultKeys } from '../../src/engine/executions/result-cache.js'
 import { DETERMINISTIC_EPOCH_MS } from '../../src/engine/sandbox/js-prelude.js'
 import { issueNodeCertificate } from '../../src/federation/certificates.js'
 import { receiptSignerOf } from '../../src/federation/receipt-signer.js'
@@ -185,5 +186,38 @@ describe('receipts and the result cache (engine)', () => {
   it('refuses a manifest whose deterministic is not a boolean', async () => {
     const err = await rejectionOf(engine.functions.create(dev, { ...addJs, function_name: 'bad', manifest: manifest('bad', { deterministic: 'yes' }) }))
     expect(err.code).toBe(1006)
+  })
+})
+
+describe('result keys of deterministic calls', () => {
+  const content = 'c'.repeat(64)
+  const lock = 'l'.repeat(64)
+
+  it('are the federation key of the call (resultCacheKey of the arguments digest), remembered or not', () => {
+    const keys = new ResultKeys()
+    for (const args of [{ a: 2, b: 3 }, { b: 3, a: 2 }, [2, 3], {}, { s: 'x'.repeat(5000) }]) {
+      const expected = resultCacheKey({ tenant: 'acme', content_digest: content, lockfile_digest: lock, arguments_digest: argumentsDigest(args) })
+      const first = keys.of('acme', content, lock, args)
+      const again = keys.of('acme', content, lock, JSON.parse(JSON.stringify(args)))
+      expect(first?.key).toBe(expected)
+      expect(again?.key).toBe(expected)
+      expect(again?.fields).toEqual({ tenant: 'acme', content_digest: content, lockfile_digest: lock, arguments_digest: argumentsDigest(args) })
+    }
+    // member order does not matter, the tenant, the content and the lockfile do
+    expect(keys.of('acme', content, lock, { b: 3, a: 2 })?.key).toBe(keys.of('acme', content, lock, { a: 2, b: 3 })?.key)
+    const base = keys.of('acme', content, lock, { a: 1 })!.key
+    expect(keys.of('other', content, lock, { a: 1 })!.key).not.toBe(base)
+    expect(keys.of('acme', 'd'.repeat(64), lock, { a: 1 })!.key).not.toBe(base)
+    expect(keys.of('acme', content, 'm'.repeat(64), { a: 1 })!.key).not.toBe(base)
+    expect(keys.of('acme', content, lock, { a: '1' })!.key).not.toBe(base)
+  })
+
+  it('are refused for arguments without a canonical form (the call runs uncached), remembered or not', () => {
+    const keys = new ResultKeys()
+    expect(keys.of('acme', content, lock, { s: '\ud800' })).toBeUndefined()
+    expect(keys.of('acme', content, lock, { s: '\ud800' })).toBeUndefined()
+    // the escaped text of the same characters is another value, with a key
+    expect(keys.of('acme', content, lock, { s: '\\ud800' })?.key).toMatch(/^[0-9a-f]{64}$/)
+    expect(keys.of('acme', content, lock, { d: new Date(0) } as unknown)).toBeUndefined()
   })
 })

@@ -1,4 +1,5 @@
-import { jsonDigest, type Receipt } from '../../core/receipt.js'
+import { canonicalJsonStrict } from '../../core/canonical-json.js'
+import { argumentsDigest, jsonDigest, type Receipt } from '../../core/receipt.js'
 import { LruCache } from '../lru.js'
 
 /**
@@ -112,5 +113,49 @@ export class ResultCache {
 
   delete(key: string): void {
     this.lru.delete(key)
+  }
+}
+
+/** A call's result key and its fields. */
+export interface KeyedCall {
+  fields: ResultKeyFields
+  key: string
+}
+
+/** calls whose keys are remembered (a hot function's recent argument sets) */
+const KEYS_REMEMBERED = 4096
+/** arguments whose canonical text is longer are keyed anew on every call (bounds the memory: ~5 MB) */
+const MAX_REMEMBERED_ARGUMENTS = 1024
+
+/**
+ * The result key of a call (`resultCacheKey`): the arguments digest and the key are two SHA-256 of
+ * canonical JSON, the most a cache hit computed. Remembered for recent calls by the function's
+ * identity and the arguments' canonical text (RFC 8785 text is one per JSON value, so the same
+ * text is the same arguments): a hit canonicalizes its arguments once and hashes nothing.
+ */
+export class ResultKeys {
+  private readonly memo = new LruCache<KeyedCall>(KEYS_REMEMBERED, () => undefined)
+
+  /** The key of a call, or undefined when its arguments have no canonical form (the call is not cached). */
+  of(tenant: string, content_digest: string, lockfile_digest: string, args: unknown): KeyedCall | undefined {
+    let text: string
+    try {
+      text = canonicalJsonStrict(args)
+    } catch {
+      return undefined
+    }
+    const memoKey = text.length <= MAX_REMEMBERED_ARGUMENTS ? `${tenant}\n${content_digest}\n${lockfile_digest}\n${text}` : undefined
+    const known = memoKey === undefined ? undefined : this.memo.touch(memoKey)
+    if (known !== undefined) return known
+    let arguments_digest: string
+    try {
+      arguments_digest = argumentsDigest(args)
+    } catch {
+      return undefined
+    }
+    const fields: ResultKeyFields = { tenant, content_digest, lockfile_digest, arguments_digest }
+    const keyed: KeyedCall = { fields, key: resultCacheKey(fields) }
+    if (memoKey !== undefined) this.memo.put(memoKey, keyed)
+    return keyed
   }
 }

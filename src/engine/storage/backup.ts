@@ -54,7 +54,7 @@ export interface BackupComponents {
   catalogLock?: Mutex
 }
 
-const INCLUDES = ['functions', 'function_version_ledger', 'digests', 'branch_heads', 'executions', 'function_stats', 'api_keys (hashes)', 'audit', 'replication (log, entries, moves, conflicts)', 'meta']
+const INCLUDES = ['functions', 'function_version_ledger', 'digests', 'branch_heads', 'executions', 'receipts', 'receipt_certificates', 'function_stats', 'api_keys (hashes)', 'audit', 'replication (log, entries, moves, conflicts)', 'meta']
 const EXCLUDES = ['peer-key (the libp2p identity)', 'cert/ (the node certificate)', 'wheels/ (a cache)']
 
 /** Throws 1003 unless the principal is an operator: an admin of the node's admin tenant. */

@@ -1,7 +1,8 @@
 import type { AbstractBatchOperation, AbstractLevel, AbstractSublevel } from 'abstract-level'
 import type { BranchHead, BranchMove } from '../branches/types.js'
 import type { ExecutionRecord, FunctionStats, FunctionVersion, LedgerEntry } from '../types.js'
-import { GroupCommit, type JsonSublevel, type QueuedPut } from './group-commit.js'
+import { ExecutionReceipts, type StoredExecutionRecord } from './execution-receipts.js'
+import { GroupCommit, type JsonSublevel } from './group-commit.js'
 import { DataFormatMismatch } from './storage-errors.js'
 
 /** Format of what this code writes. Bump it with a migration when the layout changes. */
@@ -68,7 +69,10 @@ export interface BranchMoveWrite {
  * - `functions`: FunctionVersion by `tenant:hash:version`;
  * - `function_version_ledger`: LedgerEntry by `tenant:function_name:version`;
  * - `digests`: content digest by short hash (collision detection across the node);
- * - `executions`: ExecutionRecord by execution id (time-ordered ids), group-committed;
+ * - `executions`: ExecutionRecord by execution id (time-ordered ids), group-committed; its receipt
+ *   by reference (`receipt_ref`, see execution-receipts.ts; records written before hold it inline);
+ * - `receipts`: execution receipts by receipt digest, their certificate by reference, written with
+ *   the first record that carries them; `receipt_certificates`: certificate PEM by SHA-256 of its text;
  * - `function_stats`: FunctionStats by `tenant:hash:version`, written with the executions;
  * - `branch_heads`: BranchHead by `tenant:function_name:branch` (derived: rebuildable from the ledger).
  */
@@ -81,6 +85,8 @@ export class CatalogStore {
   private readonly executions: Json
   private readonly stats: Json
   private readonly heads: Json
+  /** records' receipts, stored once (a cached answer's record refers to the receipt that computed it) */
+  private readonly receipts: ExecutionReceipts
   private started = false
   /** execution records and statistics waiting to be written */
   private readonly executionLog: GroupCommit
@@ -96,6 +102,11 @@ export class CatalogStore {
     this.executions = this.db.sublevel<string, unknown>('executions', json) as Json
     this.stats = this.db.sublevel<string, unknown>('function_stats', json) as Json
     this.heads = this.db.sublevel<string, unknown>('branch_heads', json) as Json
+    this.receipts = new ExecutionReceipts({
+      receipts: this.db.sublevel<string, unknown>('receipts', json) as JsonSublevel,
+      certificates: this.db.sublevel<string, unknown>('receipt_certificates', json) as JsonSublevel,
+      peek: (sublevel, key) => this.executionLog.peek(sublevel, key),
+    })
   }
 
   /** Opens the database and checks (or, on an empty database, writes) the data-format version. */
@@ -265,9 +276,10 @@ export class CatalogStore {
   /**
    * Stores an execution record and, when given, the function's updated usage statistics. They are
    * group-committed (see `CatalogStoreInit.executionFlushMs`): readable at once through this store,
-   * written within the flush period.
+   * written within the flush period. The record's receipt is stored once, by its digest
+   * (`receiptDigest` when the caller knows it), in the same batch as the first record carrying it.
    */
-  putExecution(record: ExecutionRecord, stats?: FunctionStats): Promise<void> {
+  putExecution(record: ExecutionRecord, stats?: FunctionStats, receiptDigest?: string): Promise<void> {
     // queued writes are acknowledged before they reach LevelDB: refused now when it cannot write
     // (a NodeDatabase on a full disk), not lost at the flush
     try {
@@ -275,7 +287,9 @@ export class CatalogStore {
     } catch (err) {
       return Promise.reject(err)
     }
-    const puts: QueuedPut[] = [{ sublevel: this.executions as JsonSublevel, key: record.execution_id, value: record }]
+    const { value, puts } = this.receipts.split(record, receiptDigest)
+    // the receipt (when new) is queued before the record that refers to it: same batch or an earlier one
+    puts.push({ sublevel: this.executions as JsonSublevel, key: record.execution_id, value })
     if (stats !== undefined) {
       puts.push({ sublevel: this.stats as JsonSublevel, key: functionKey(record.tenant_id, record.rufid_short, record.version), value: stats })
     }
@@ -294,16 +308,22 @@ export class CatalogStore {
     return (await this.stats.get(key)) as FunctionStats | undefined
   }
 
+  /** A stored execution record, its receipt included. */
   async getExecution(id: string): Promise<ExecutionRecord | undefined> {
-    const queued = this.executionLog.peek(this.executions as JsonSublevel, id)
-    if (queued !== undefined) return queued as ExecutionRecord
-    return (await this.executions.get(id)) as ExecutionRecord | undefined
+    const stored = (this.executionLog.peek(this.executions as JsonSublevel, id) ?? await this.executions.get(id)) as StoredExecutionRecord | undefined
+    return stored === undefined ? undefined : this.receipts.join(stored)
   }
 
-  /** Executions whose ids (time-ordered) fall in [fromId, toId) (the waiting ones are written first). */
-  async *executionsBetween(fromId: string, toId: string): AsyncGenerator<ExecutionRecord> {
+  /**
+   * Executions whose ids (time-ordered) fall in [fromId, toId) (the waiting ones are written first),
+   * without their receipts (`getExecution` reads one whole).
+   */
+  async *executionsBetween(fromId: string, toId: string): AsyncGenerator<Omit<ExecutionRecord, 'receipt'>> {
     await this.executionLog.flush()
-    for await (const value of this.executions.values({ gte: fromId, lt: toId })) yield value as ExecutionRecord
+    for await (const value of this.executions.values({ gte: fromId, lt: toId })) {
+      const { receipt: _receipt, receipt_ref: _ref, ...record } = value as StoredExecutionRecord
+      yield record
+    }
   }
 }
 
