@@ -131,16 +131,18 @@ export interface LoopbackMember {
 /**
  * Two started in-process members over real libp2p, B bootstrapped to A, once each lists the other
  * as a member and A knows B subscribes to `topic` (a message A publishes on it then reaches B).
+ * `init` is both members' settings, or `[A's, B's]`.
  */
-export async function loopbackPair(topic: string, init: Partial<FederationInit> = {}): Promise<[LoopbackMember, LoopbackMember]> {
-  const member = async (bootstrap: string[]): Promise<LoopbackMember> => {
+export async function loopbackPair(topic: string, init: Partial<FederationInit> | [Partial<FederationInit>, Partial<FederationInit>] = {}): Promise<[LoopbackMember, LoopbackMember]> {
+  const [initA, initB] = Array.isArray(init) ? init : [init, init]
+  const member = async (bootstrap: string[], settings: Partial<FederationInit>): Promise<LoopbackMember> => {
     const { engine } = await createTestEngine()
-    const federation = loopbackFederation(engine, await newIdentity(), bootstrap, init)
+    const federation = loopbackFederation(engine, await newIdentity(), bootstrap, settings)
     await federation.start()
     return { engine, federation }
   }
-  const a = await member([])
-  const b = await member([a.federation.node.multiaddrs()[0]!])
+  const a = await member([], initA)
+  const b = await member([a.federation.node.multiaddrs()[0]!], initB)
   await waitFor(() => a.federation.node.members().length === 1 && b.federation.node.members().length === 1, 20_000)
   await waitFor(() => a.federation.node.p2p.services.pubsub.getSubscribers(topic).some((p) => p.toString() === b.federation.nodeId), 20_000)
   return [a, b]
