@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CATALOG_TOPIC } from '../../src/federation/catalog-sync.js'
 import { principal } from '../fixtures/engine.js'
-import { loopbackPair, stopMembers, waitFor, type LoopbackMember as Member } from './fixtures.js'
+import { loopbackPair, stopMembers, waitFor, withLostGossip, type LoopbackMember as Member } from './fixtures.js'
 
 const BASE_MS = 50
 const MAX_MS = 60_000
@@ -28,22 +28,8 @@ describe('anti-entropy pace', () => {
     const idleMs = Date.now() - from.at
     expect(idleMs).toBeGreaterThan(6_000)
     // A's next round is due ~12.8 s from now: A's gossip of its next change is lost on the way
-    const node = a.federation.node
-    const publish = node.publish.bind(node)
-    let dropped = 0
-    node.publish = async (topic, payload) => {
-      if (topic === CATALOG_TOPIC && dropped === 0) {
-        dropped++
-        return
-      }
-      return publish(topic, payload)
-    }
     const dev = principal('acme')
-    try {
-      await a.engine.functions.create(dev, fn('lost_gossip'))
-    } finally {
-      node.publish = publish
-    }
+    const dropped = await withLostGossip(a, CATALOG_TOPIC, () => a.engine.functions.create(dev, fn('lost_gossip')))
     expect(dropped).toBe(1)
     // the change brings A's anti-entropy back to 50 ms: B has it well before the backed-off round
     await waitFor(async () => (await digestOf(a)) === (await digestOf(b)), 5_000)

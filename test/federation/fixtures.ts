@@ -148,6 +148,29 @@ export async function loopbackPair(topic: string, init: Partial<FederationInit> 
   return [a, b]
 }
 
+/**
+ * Runs `run` while the first message `m` gossips on `topic` is lost on the way (never published);
+ * resolves how many were dropped (1 when `run` published at least one).
+ */
+export async function withLostGossip(m: LoopbackMember, topic: string, run: () => Promise<unknown>): Promise<number> {
+  const node = m.federation.node
+  const publish = node.publish.bind(node)
+  let dropped = 0
+  node.publish = async (t, payload) => {
+    if (t === topic && dropped === 0) {
+      dropped++
+      return
+    }
+    return publish(t, payload)
+  }
+  try {
+    await run()
+  } finally {
+    node.publish = publish
+  }
+  return dropped
+}
+
 /** Stops members started by `loopbackPair` (each federation, then its engine). */
 export async function stopMembers(members: Array<LoopbackMember | undefined>): Promise<void> {
   for (const m of members) {
