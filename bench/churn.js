@@ -146,7 +146,8 @@ export async function runChurn(options = {}) {
       rate_limits: { per_key: { points: 0, window_s: 1 }, per_tenant: { points: 0, window_s: 1 }, per_ip_unauthenticated: { points: 0, window_s: 1 } },
       federation: {
         enabled: true, listen: [`/ip4/127.0.0.1/tcp/${node.p2pPort}`], bootstrap, ca_file: caFile, cert_file: join(node.dataDir, 'cert', 'node.crt'),
-        sync_interval_ms: 1000, membership_timeout_ms: membershipTimeoutMs,
+        // anti-entropy as an operator gets it (config/default.yaml); a starved machine answers slowly
+        membership_timeout_ms: membershipTimeoutMs,
       },
     }))
     const p = await startProcess('unpinned', [join(ROOT, 'bin/svc-node.js'), 'start'], {

@@ -56,7 +56,6 @@ federation:
 ${peers:-    []}
   ca_file: $DIR/ca/ca.crt
   cert_file: $data/cert/node.crt
-  sync_interval_ms: 1000
   membership_timeout_ms: ${CLUSTER_MEMBERSHIP_TIMEOUT_MS:-15000}
 YAML
     GRPC_PORT=0 AUTH_PROVIDER="${AUTH_PROVIDER:-none}" SVC_SANDBOX_WORKERS="$WORKERS" SVC_SANDBOX_WORKERS_ON_DEMAND=true \

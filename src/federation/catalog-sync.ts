@@ -92,8 +92,18 @@ const pushed = (batch: SyncBatch): Omit<SyncBatch, 'vector' | 'more'> => {
 }
 
 export interface CatalogSyncInit {
-  /** anti-entropy: sync with one member this often (default 2000 ms, 0 disables) */
+  /**
+   * anti-entropy: sync with one random member this often (default 2000 ms, 0 disables) while the
+   * catalog changes; see `syncIntervalMaxMs`
+   */
   syncIntervalMs?: number
+  /**
+   * while anti-entropy rounds find nothing to exchange (equal roots), the wait before the next one
+   * doubles, up to this (default 30 s; at most `syncIntervalMs` disables the back-off). It is back
+   * to `syncIntervalMs` as soon as a round finds a difference, a change is made here or gossiped
+   * here, or a member joins
+   */
+  syncIntervalMaxMs?: number
   /**
    * an origin whose last change is older than this is folded into the retired digest of the
    * compacted vector a summary exchange sends (default a week)
@@ -110,6 +120,25 @@ export interface CatalogSyncInit {
 
 /** The summary exchange's answer (to `{ root }`, or to a compacted vector with changes), as `/svc/sync-summary/1.0.0` carries it. */
 type SummaryAnswer = { root: string } | (Omit<SyncBatch, 'vector'> & CompactVector) | ({ retired_mismatch: true } & CompactVector)
+
+/** default longest wait between two anti-entropy rounds while they find nothing (see `CatalogSyncInit.syncIntervalMaxMs`) */
+export const DEFAULT_SYNC_INTERVAL_MAX_MS = 30_000
+
+/** How changes from other origins reached this node (for the tests and the scale measurements). */
+export interface ChangesReceived {
+  /** applied from gossip (`svc/catalog/1`), as their origin published them */
+  gossip: number
+  /** applied from a sync round: a join, a gap in gossip, anti-entropy, a sync a member started */
+  sync: number
+  /** gossiped changes that came after a gap in their origin's sequence (a sync with the origin follows) */
+  gaps: number
+}
+
+/**
+ * How one sync round ended: the roots were equal (nothing exchanged), the members differed (changes
+ * went one way or both, or the member is of an earlier build), or it failed (unreachable, refused)
+ */
+export type SyncOutcome = 'equal' | 'changed' | 'failed'
 
 /** How the sync rounds this node started ended (for operators' logs and the tests). */
 export interface SyncRounds {
@@ -142,12 +171,18 @@ export interface CatalogSyncComponents {
  */
 export class CatalogSync {
   private readonly log: FederationLogger
-  private readonly syncing = new Map<string, Promise<void>>()
+  private readonly syncing = new Map<string, Promise<SyncOutcome>>()
   /** members that did not speak the summary protocol → when to ask them again (ms) */
   private readonly legacyPeers = new Map<string, number>()
   readonly rounds: SyncRounds = { equal: 0, compacted: 0, full: 0 }
+  readonly received: ChangesReceived = { gossip: 0, sync: 0, gaps: 0 }
   private readonly unsubscribe: Array<() => void> = []
   private timer: NodeJS.Timeout | undefined
+  private running = false
+  /** the wait before the next anti-entropy round (between `syncIntervalMs` and `syncIntervalMaxMs`) */
+  private antiEntropyMs = 0
+  /** when the next anti-entropy round is due (ms) */
+  private antiEntropyAt = 0
   private readonly page: SyncPageLimits
   private readonly maxPages: number
 
@@ -173,41 +208,83 @@ export class CatalogSync {
       // would ever offer it again; a sync with the sender (the origin: members gossip only their
       // own changes) brings the missing ones and this one, in order (from wherever the origin's
       // relayed changes start: changes recorded before they were signed are never relayed).
+      this.quicken()
       if (change.seq > replica.sequenceOf(change.origin) + 1) {
         this.c.metrics?.federationChangesRejected.inc({ reason: 'sequence_gap' })
+        this.received.gaps++
         void this.syncWith(publisher.peerId)
         return
       }
-      await this.applyFrom([change], { [publisher.peerId]: publisher.registration.auth.certificate }, publisher.peerId)
+      const result = await this.applyFrom([change], { [publisher.peerId]: publisher.registration.auth.certificate }, publisher.peerId)
+      this.received.gossip += result.applied
     }, (payload, publisher) => this.checkGossipedChange(payload, publisher))
     await node.handleMembers(SYNC_PROTOCOL, async (request, from) => this.answerSync(request as Partial<SyncBatch>, from))
     await node.handleMembers(SYNC_SUMMARY_PROTOCOL, async (request, from) => this.answerSummary(request, from))
-    this.unsubscribe.push(replica.onLocalChange((change) => this.announce(change)))
+    this.unsubscribe.push(replica.onLocalChange((change) => {
+      this.quicken()
+      this.announce(change)
+    }))
     this.unsubscribe.push(replica.onConflict((conflict) => {
       this.log.warn({ key: conflict.key, winner: conflict.winner.rufid_short, losers: conflict.losers.map((l) => l.rufid_short) }, 'catalog conflict recorded')
     }))
     this.unsubscribe.push(node.onMember((event, member) => {
       if (event === 'joined') {
         this.legacyPeers.delete(member.peerId) // it may have restarted on a newer build
+        this.quicken()
         void this.syncWith(member.peerId)
       } else {
         this.legacyPeers.delete(member.peerId)
       }
     }))
     for (const member of node.members()) void this.syncWith(member.peerId)
-    const every = this.init.syncIntervalMs ?? 2_000
-    if (every > 0) {
-      this.timer = setInterval(() => {
-        const members = node.members()
-        if (members.length === 0) return
-        void this.syncWith(members[Math.floor(Math.random() * members.length)]!.peerId)
-      }, every)
-      this.timer.unref()
-    }
+    this.running = true
+    this.antiEntropyMs = this.baseIntervalMs()
+    this.armAntiEntropy(this.antiEntropyMs)
+  }
+
+  private baseIntervalMs(): number {
+    return this.init.syncIntervalMs ?? 2_000
+  }
+
+  /**
+   * The next anti-entropy round in `ms` (none when anti-entropy is off). A round that found nothing
+   * to exchange doubles the wait before the next one, up to `syncIntervalMaxMs`; any other outcome
+   * keeps it. An idle federation's members then exchange a root every 30 s rather than every 2 s,
+   * and a change, a difference or a join brings the pace back (`quicken`).
+   */
+  private armAntiEntropy(ms: number): void {
+    if (!this.running || this.baseIntervalMs() <= 0) return
+    if (this.timer) clearTimeout(this.timer)
+    this.antiEntropyAt = Date.now() + ms
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      void this.antiEntropyRound().finally(() => this.armAntiEntropy(this.antiEntropyMs))
+    }, ms)
+    this.timer.unref()
+  }
+
+  private async antiEntropyRound(): Promise<void> {
+    const members = this.c.node.members()
+    if (members.length === 0) return
+    const outcome = await this.syncWith(members[Math.floor(Math.random() * members.length)]!.peerId)
+    const base = this.baseIntervalMs()
+    const max = Math.max(base, this.init.syncIntervalMaxMs ?? DEFAULT_SYNC_INTERVAL_MAX_MS)
+    if (outcome === 'equal') this.antiEntropyMs = Math.min(max, this.antiEntropyMs * 2)
+    else if (outcome === 'changed') this.antiEntropyMs = base
+  }
+
+  /** Anti-entropy back at its base pace: the catalog changes (here or elsewhere), or a member joined. */
+  private quicken(): void {
+    const base = this.baseIntervalMs()
+    if (!this.running || base <= 0 || this.antiEntropyMs <= base) return
+    this.antiEntropyMs = base
+    // a round waiting longer than the base pace is brought forward (a running round re-arms itself)
+    if (this.timer !== undefined && this.antiEntropyAt > Date.now() + base) this.armAntiEntropy(base)
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer)
+    this.running = false
+    if (this.timer) clearTimeout(this.timer)
     this.timer = undefined
     for (const u of this.unsubscribe.splice(0)) u()
     this.c.node.unsubscribe(CATALOG_TOPIC)
@@ -285,6 +362,7 @@ export class CatalogSync {
       const presented = certificatesOf(request?.certificates)
       if (from) presented[from.peerId] = from.registration.auth.certificate
       const result = await this.applyFrom(incoming, presented, from?.peerId ?? 'rest')
+      this.received.sync += result.applied
       const forged = result.rejected.filter((r) => r.reason === 'bad_signature')
       if (forged.length > 0) {
         const detail = `sync carried ${forged.length} change(s) whose signature does not verify, first ${forged[0]!.origin}/${forged[0]!.seq}`
@@ -342,19 +420,22 @@ export class CatalogSync {
    * the compacted vectors; the whole vector (`/svc/sync/1.0.0`) when the member speaks no summary or
    * its retired origins differ. Pulls what it has above our vector, pushes what it lacks.
    */
-  syncWith(peerId: string): Promise<void> {
+  syncWith(peerId: string): Promise<SyncOutcome> {
     let running = this.syncing.get(peerId)
     if (running) return running
-    running = (async () => {
+    running = (async (): Promise<SyncOutcome> => {
       const end = this.c.metrics?.federationSyncDuration.startTimer()
       try {
         const done = await this.syncBySummary(peerId)
         if (done === 'full') {
           this.rounds.full++
           await this.syncByVector(peerId)
+          return 'changed'
         }
+        return done
       } catch (err) {
         this.log.debug({ peer_id: peerId, err }, 'sync failed')
+        return 'failed'
       } finally {
         end?.()
       }
@@ -363,8 +444,8 @@ export class CatalogSync {
     return running
   }
 
-  /** The summary exchange: 'done', or 'full' when whole-vector sync must follow. */
-  private async syncBySummary(peerId: string): Promise<'done' | 'full'> {
+  /** The summary exchange: 'equal' (equal roots), 'changed', or 'full' when whole-vector sync must follow. */
+  private async syncBySummary(peerId: string): Promise<'equal' | 'changed' | 'full'> {
     const { node, replica } = this.c
     const recheckAt = this.legacyPeers.get(peerId)
     if (recheckAt !== undefined && recheckAt > Date.now()) return 'full'
@@ -382,7 +463,7 @@ export class CatalogSync {
     this.legacyPeers.delete(peerId)
     if ((answer as { root?: unknown })?.root === root) {
       this.rounds.equal++
-      return 'done'
+      return 'equal'
     }
     // the roots differ: exchange compacted vectors, and the changes each lacks, a page at a time
     let mine = replica.compactVector(this.retiredBefore())
@@ -390,7 +471,7 @@ export class CatalogSync {
     for (let pages = 1; ; pages++) {
       if (!this.isCompactAnswer(pulled) || 'retired_mismatch' in pulled) return 'full'
       const before = replica.vectorRoot()
-      if (!(await this.applyAnswer(peerId, pulled))) return 'done'
+      if (!(await this.applyAnswer(peerId, pulled))) return 'changed'
       if (!this.another(peerId, 'pull', pulled.more, pages, replica.vectorRoot() !== before)) break
       mine = replica.compactVector(this.retiredBefore())
       pulled = await node.request(peerId, SYNC_SUMMARY_PROTOCOL, { active: mine.active, retired: mine.retired }) as SummaryAnswer
@@ -409,7 +490,7 @@ export class CatalogSync {
       theirs = next
     }
     this.rounds.compacted++
-    return 'done'
+    return 'changed'
   }
 
   /**
@@ -443,6 +524,7 @@ export class CatalogSync {
     const presented = certificatesOf(answer?.certificates)
     if (member) presented[peerId] = member.registration.auth.certificate
     const result = await this.applyFrom(changesOf(answer), presented, peerId)
+    this.received.sync += result.applied
     const forged = result.rejected.filter((r) => r.reason === 'bad_signature')
     if (forged.length === 0) return true
     await this.c.node.refuse(peerId, 'forged_change', `its sync answer carried ${forged.length} change(s) whose signature does not verify, first ${forged[0]!.origin}/${forged[0]!.seq}`)

@@ -26,8 +26,10 @@ export const federationConfigSchema = z.object({
   revoked: z.array(z.string().min(1)),
   /** PeerIds of registry nodes this node registers with (empty: none) */
   registry_peers: z.array(z.string().min(1)),
-  /** anti-entropy sync with one member this often (0 disables) */
+  /** anti-entropy sync with one member this often while the catalog changes (0 disables) */
   sync_interval_ms: z.number().int().min(0),
+  /** while anti-entropy rounds find nothing to exchange, the wait between them doubles up to this */
+  sync_interval_max_ms: z.number().int().min(0).max(3_600_000),
   /** an origin without a change for this long is folded into the retired digest of sync summaries */
   sync_retire_origins_after_ms: z.number().int().min(60_000),
   /** a node known from a registration only (not connected) is listed this long after it was last heard of */
@@ -66,6 +68,7 @@ export const federationConfigDefaults: FederationConfig = {
   revoked: [],
   registry_peers: [],
   sync_interval_ms: 2000,
+  sync_interval_max_ms: 30_000,
   sync_retire_origins_after_ms: 604_800_000,
   registration_ttl_ms: 3_600_000,
   max_registrations: 10_000,
@@ -117,6 +120,7 @@ export async function startDaemonFederation(config: FederationConfig, components
     endpoint: components.endpoint,
     registryPeers: config.registry_peers,
     syncIntervalMs: config.sync_interval_ms,
+    syncIntervalMaxMs: config.sync_interval_max_ms,
     retireOriginsAfterMs: config.sync_retire_origins_after_ms,
     registrationTtlMs: config.registration_ttl_ms,
     maxRegistrations: config.max_registrations,

@@ -79,6 +79,7 @@ export class Federation implements FederationPort {
     }, { node, verifier: this.verifier, replica, logger: log })
     this.catalog = new CatalogSync({
       ...(init.syncIntervalMs !== undefined ? { syncIntervalMs: init.syncIntervalMs } : {}),
+      ...(init.syncIntervalMaxMs !== undefined ? { syncIntervalMaxMs: init.syncIntervalMaxMs } : {}),
       ...(init.retireOriginsAfterMs !== undefined ? { retireOriginsAfterMs: init.retireOriginsAfterMs } : {}),
       ...(init.syncPage !== undefined ? { syncPage: init.syncPage } : {}),
       ...(init.maxSyncPagesPerRound !== undefined ? { maxSyncPagesPerRound: init.maxSyncPagesPerRound } : {}),

@@ -245,11 +245,16 @@ export class MemberKeeper {
     await node.publish(PRESENCE_TOPIC, { addrs: node.multiaddrs().slice(0, MAX_PRESENCE_ADDRS) }).catch((err: unknown) => this.c.logger.debug({ err }, 'presence announcement failed'))
   }
 
-  /** Dials, a few at a time, the known peers that are not members and whose back-off has ended. */
+  /**
+   * Dials, a few at a time, the known peers that are not members and whose back-off has ended
+   * (those due longest first). One pass over the known peers; nothing is copied or sorted unless a
+   * peer is due, which in a formed federation none is.
+   */
   private tick(): void {
     const { node } = this.c
     const now = Date.now()
     const members = new Set(node.members().map((m) => m.peerId))
+    let due: Array<[string, KnownPeer]> | undefined
     for (const [id, k] of this.known) {
       if (members.has(id)) {
         k.lastSeen = now
@@ -257,11 +262,14 @@ export class MemberKeeper {
         continue
       }
       // a refused peer is forgotten (a bootstrap peer is tried again once its refusal ends)
-      if (!k.bootstrap && (now - k.lastSeen > this.forgetAfterMs || node.isDenied(id))) this.known.delete(id)
+      if (!k.bootstrap && (now - k.lastSeen > this.forgetAfterMs || node.isDenied(id))) {
+        this.known.delete(id)
+        continue
+      }
+      if (!this.dialling.has(id) && k.nextAt <= now && !node.isDenied(id) && (k.bootstrap || members.size < this.targetMembers)) (due ??= []).push([id, k])
     }
-    const due = [...this.known]
-      .filter(([id, k]) => !members.has(id) && !this.dialling.has(id) && k.nextAt <= now && !node.isDenied(id) && (k.bootstrap || members.size < this.targetMembers))
-      .sort((a, b) => a[1].nextAt - b[1].nextAt)
+    if (due === undefined) return
+    due.sort((a, b) => a[1].nextAt - b[1].nextAt)
     for (const [id, k] of due) {
       if (this.dialling.size >= this.concurrency) break
       this.dialling.add(id)

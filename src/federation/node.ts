@@ -11,6 +11,7 @@ import { lpStream } from '@libp2p/utils'
 import { yamux } from '@libp2p/yamux'
 import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
+import { createHash } from 'node:crypto'
 import { CID } from 'multiformats/cid'
 import * as raw from 'multiformats/codecs/raw'
 import { create as createDigest } from 'multiformats/hashes/digest'
@@ -57,8 +58,16 @@ export interface FederationNodeInit {
   denyMs?: number
   /** at most this many refused peers are remembered (default 10,000) */
   maxDenied?: number
-  /** gossipsub heartbeat (default 250 ms: the mesh forms fast on a small federation) */
+  /**
+   * gossipsub heartbeat (default 1 s, gossipsub's own): mesh maintenance and lazy gossip (IHAVE)
+   * run once per heartbeat, for every topic and peer, whether anything is published or not
+   */
   heartbeatMs?: number
+  /**
+   * libp2p pings every connection this often over its own stream (default 30 s; libp2p's default is
+   * 10 s): a closed connection is noticed by TCP and yamux at once, the ping finds a silent one
+   */
+  connectionPingIntervalMs?: number
   /** do not refuse to start with a certificate the federation would reject (tests of intruders) */
   skipSelfCheck?: boolean
   /** inbound connections accepted per second from one remote host (default 25; libp2p's own default is 5) */
@@ -220,12 +229,15 @@ export class FederationNode {
       transports: [tcp()],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
-      // libp2p pings every connection every 10 s and aborts it when a ping is not answered within
-      // an adaptive timeout of at least 5 s. On a loaded machine (20 daemons on 2 cores) a member
-      // that is merely slow then loses every connection, again and again. Our ping protocol (the
-      // default is /ipfs/ping, which a node here does not serve), and at least 30 s to answer:
-      // a dead connection is still found within 40 s (and TCP/yamux notice a closed one at once)
-      connectionMonitor: { protocolPrefix: 'svc', pingTimeout: { minTimeout: 30_000, maxTimeout: 60_000 } },
+      // libp2p pings every connection (every 10 s by its default) and aborts it when a ping is not
+      // answered within an adaptive timeout of at least 5 s. On a loaded machine (20 daemons on 2
+      // cores) a member that is merely slow then loses every connection, again and again. Our ping
+      // protocol (the default is /ipfs/ping, which a node here does not serve), and at least 30 s to
+      // answer. Every ping is a new stream both ways (multistream-select, and a peer-store write per
+      // stream on each side): with a connection to every member, the 10 s pings were the largest
+      // source of streams on an idle member, so every 30 s by default: a silent connection is found
+      // within 90 s (TCP and yamux notice a closed one at once)
+      connectionMonitor: { protocolPrefix: 'svc', pingInterval: this.init.connectionPingIntervalMs ?? 30_000, pingTimeout: { minTimeout: 30_000, maxTimeout: 60_000 } },
       // libp2p accepts 5 inbound connections per second per remote host and 10 upgrading at once:
       // every member of a federation on one machine (or behind one NAT) is one host, and after a
       // restart or a network blip they all dial at once; refused dials back off for up to 60 s
@@ -254,7 +266,17 @@ export class FederationNode {
           globalSignaturePolicy: 'StrictSign',
           allowPublishToZeroTopicPeers: true,
           emitSelf: false,
-          heartbeatInterval: this.init.heartbeatMs ?? 250,
+          // the publisher sends its own message to every peer subscribed to the topic (not only its
+          // mesh): a member's change reaches every connected member in one hop; the mesh (D=6,
+          // 4–12, gossipsub's defaults: enough for hundreds of members) forwards it to the rest
+          floodPublish: true,
+          heartbeatInterval: this.init.heartbeatMs ?? 1_000,
+          // A message arrives once from the publisher and again from mesh peers forwarding it.
+          // gossipsub checks a copy's signature before it looks the message up among those seen,
+          // unless a fast id finds it first: a hash of every field, signature included, so only a
+          // byte-identical copy is taken for the one seen (a forged copy has another id, is checked
+          // and rejected, and cannot hide the genuine message)
+          fastMsgIdFn: fastMessageId,
           scoreParams: { IPColocationFactorWeight: 0 },
         }),
       },
@@ -469,6 +491,17 @@ export class FederationNode {
     for await (const member of this.providers(digestHex, options)) out.push(member)
     return out
   }
+}
+
+/** gossipsub's fast message id: SHA-256 over every field of the message as received (see `fastMsgIdFn` above). */
+export function fastMessageId(msg: { from?: Uint8Array; seqno?: Uint8Array; topic: string; data?: Uint8Array; signature?: Uint8Array; key?: Uint8Array }): string {
+  const h = createHash('sha256')
+  for (const field of [msg.from, msg.seqno, Buffer.from(msg.topic), msg.data, msg.signature, msg.key]) {
+    const bytes = field ?? new Uint8Array(0)
+    // length-prefixed, so that no two different messages hash the same concatenation
+    h.update(Buffer.from(Uint32Array.of(bytes.length).buffer)).update(bytes)
+  }
+  return h.digest('base64')
 }
 
 function peerIdFromPublicKeyString(privateKey: PrivateKey): string {

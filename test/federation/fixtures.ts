@@ -131,19 +131,44 @@ export interface LoopbackMember {
 /**
  * Two started in-process members over real libp2p, B bootstrapped to A, once each lists the other
  * as a member and A knows B subscribes to `topic` (a message A publishes on it then reaches B).
+ * `init` is both members' settings, or `[A's, B's]`.
  */
-export async function loopbackPair(topic: string, init: Partial<FederationInit> = {}): Promise<[LoopbackMember, LoopbackMember]> {
-  const member = async (bootstrap: string[]): Promise<LoopbackMember> => {
+export async function loopbackPair(topic: string, init: Partial<FederationInit> | [Partial<FederationInit>, Partial<FederationInit>] = {}): Promise<[LoopbackMember, LoopbackMember]> {
+  const [initA, initB] = Array.isArray(init) ? init : [init, init]
+  const member = async (bootstrap: string[], settings: Partial<FederationInit>): Promise<LoopbackMember> => {
     const { engine } = await createTestEngine()
-    const federation = loopbackFederation(engine, await newIdentity(), bootstrap, init)
+    const federation = loopbackFederation(engine, await newIdentity(), bootstrap, settings)
     await federation.start()
     return { engine, federation }
   }
-  const a = await member([])
-  const b = await member([a.federation.node.multiaddrs()[0]!])
+  const a = await member([], initA)
+  const b = await member([a.federation.node.multiaddrs()[0]!], initB)
   await waitFor(() => a.federation.node.members().length === 1 && b.federation.node.members().length === 1, 20_000)
   await waitFor(() => a.federation.node.p2p.services.pubsub.getSubscribers(topic).some((p) => p.toString() === b.federation.nodeId), 20_000)
   return [a, b]
+}
+
+/**
+ * Runs `run` while the first message `m` gossips on `topic` is lost on the way (never published);
+ * resolves how many were dropped (1 when `run` published at least one).
+ */
+export async function withLostGossip(m: LoopbackMember, topic: string, run: () => Promise<unknown>): Promise<number> {
+  const node = m.federation.node
+  const publish = node.publish.bind(node)
+  let dropped = 0
+  node.publish = async (t, payload) => {
+    if (t === topic && dropped === 0) {
+      dropped++
+      return
+    }
+    return publish(t, payload)
+  }
+  try {
+    await run()
+  } finally {
+    node.publish = publish
+  }
+  return dropped
 }
 
 /** Stops members started by `loopbackPair` (each federation, then its engine). */

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CATALOG_TOPIC } from '../../src/federation/catalog-sync.js'
 import { principal } from '../fixtures/engine.js'
-import { loopbackPair, stopMembers, waitFor, type LoopbackMember as Member } from './fixtures.js'
+import { loopbackPair, stopMembers, waitFor, withLostGossip, type LoopbackMember as Member } from './fixtures.js'
 
 const fn = (name: string): Record<string, unknown> => ({ function_name: name, signature: '(a, b)', language: 'javascript', source_code: `function ${name}(a, b) { return a + b }` })
 const digestOf = async (m: Member): Promise<string> => (await m.engine.replication.digest()).digest
@@ -25,22 +25,10 @@ describe('a gossiped change above a gap in its origin sequence', () => {
     const origin = a.engine.replication.origin
     const before = b.engine.replication.versionVector()[origin] ?? 0
     // A's gossip of its next change is lost on the way
-    const node = a.federation.node
-    const publish = node.publish.bind(node)
-    let dropped = 0
-    node.publish = async (topic, payload) => {
-      if (topic === CATALOG_TOPIC && dropped === 0) {
-        dropped++
-        return
-      }
-      return publish(topic, payload)
-    }
-    try {
+    const dropped = await withLostGossip(a, CATALOG_TOPIC, async () => {
       await a.engine.functions.create(dev, fn('gap_missed'))
       await a.engine.functions.create(dev, fn('gap_after'))
-    } finally {
-      node.publish = publish
-    }
+    })
     expect(dropped).toBe(1)
     // B heard only of the third change; it must end with all of A's, its vector an unbroken prefix
     await waitFor(async () => (await digestOf(a)) === (await digestOf(b)), 10_000)

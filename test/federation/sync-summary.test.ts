@@ -46,7 +46,7 @@ const addr = (m: Member): string => m.federation.node.multiaddrs()[0]!
 const digestOf = async (m: Member): Promise<string> => (await m.engine.replication.digest()).digest
 
 /** Bytes of JSON a member's requests sent and their answers brought back, while `run` runs. */
-async function bytesOf(m: Member, run: () => Promise<void>): Promise<{ sent: number; received: number; requests: string[] }> {
+async function bytesOf(m: Member, run: () => Promise<unknown>): Promise<{ sent: number; received: number; requests: string[] }> {
   const node = m.federation.node
   const request = node.request.bind(node)
   const tally = { sent: 0, received: 0, requests: [] as string[] }
