@@ -59,8 +59,12 @@ export class CodeProvider {
   async start(): Promise<void> {
     const { node, replica } = this.c
     await node.handleMembers(CODE_PROTOCOL, async (request) => this.serveCode(request as { tenant_id: string; rufid_short: string; version: number; content_digest: string }))
+    // what this node publishes is announced by the announcer too, not at the publish: a provider
+    // record is a DHT walk plus an ADD_PROVIDER to each of the k closest members (at 20 members,
+    // every member: ~half the federation's CPU per publish, measured), and nothing needs it then:
+    // every member learns the publisher from the signed change and asks it first (`holders`)
     this.unsubscribe.push(replica.onLocalChange((change) => {
-      if (node.started && change.kind !== 'branch' && change.op === 'added') void this.provide(change.fn.content_digest)
+      if (node.started && change.kind !== 'branch' && change.op === 'added') this.announcer.enqueue(change.fn.content_digest)
     }))
     void this.provideAll()
     this.announcer.start()
@@ -114,9 +118,9 @@ export class CodeProvider {
    * or its publisher left: nodes that fetched the code serve it too). The first code that hashes
    * to `contentDigest` wins; none → 2001.
    *
-   * A publisher announces its provider record at once; a node that fetched code announces itself
-   * too, 5–10 s later and one digest at a time (provider-announcer.ts), so code outlives its
-   * publisher and is found in O(log N) hops; the member scan above stays the last resort.
+   * A publisher and a node that fetched code announce themselves as providers 5–10 s later, one
+   * digest at a time (provider-announcer.ts), so code outlives its publisher and is found in
+   * O(log N) hops; the member scan above stays the last resort.
    */
   async fetchCode(tenant: string, short: string, version: number, contentDigest: string): Promise<string> {
     const { node } = this.c
@@ -170,6 +174,12 @@ export class CodeProvider {
         if (local && local.source_code !== '') nodes.push({ node_id: node.peerId, endpoint: node.self.endpoint, source: 'self' })
         for (const p of await node.findProviders(digest, { timeoutMs: 2_000 })) {
           nodes.push({ node_id: p.peerId, endpoint: p.registration.endpoint, source: 'dht' })
+        }
+        // the member whose signed change added the content holds it, provider record or not yet
+        const origin = this.holders.get(digest)
+        const member = origin === undefined ? undefined : node.member(origin)
+        if (member !== undefined && !nodes.some((n) => n.node_id === member.peerId)) {
+          nodes.push({ node_id: member.peerId, endpoint: member.registration.endpoint, source: 'catalog' })
         }
       }
       metrics?.federationDiscoveryRequests.inc({ result: nodes.length ? 'found' : 'not_found' })
