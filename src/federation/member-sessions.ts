@@ -2,7 +2,7 @@ import type { Connection, Stream } from '@libp2p/interface'
 import { peerIdFromString } from '@libp2p/peer-id'
 import { lpStream } from '@libp2p/utils'
 import { noopLogger, type FederationLogger } from './logger.js'
-import type { FederationNode, MemberRequestHandler } from './node.js'
+import { decodeMessage, encodeMessage, errorAnswer, MAX_MESSAGE_BYTES, type FederationNode, type MemberRequestHandler } from './node.js'
 
 /**
  * A JSON request/response protocol over one long-lived stream per member, for requests on the
@@ -28,12 +28,12 @@ export interface MemberSessionsInit {
   protocol: string
   /** the one-stream-per-request protocol of the same requests (older members) */
   fallback: string
-  /** largest frame read, either way (default 32 MiB, as `FederationNode.request`) */
+  /** largest frame read, either way (default `MAX_MESSAGE_BYTES`, as `FederationNode.request`) */
   maxMessageBytes?: number
 }
 
 export interface MemberSessionsComponents {
-  node: Pick<FederationNode, 'p2p' | 'member' | 'ensureMember' | 'onMember' | 'request'>
+  node: Pick<FederationNode, 'p2p' | 'member' | 'requireMember' | 'onMember' | 'request'>
   logger?: FederationLogger
 }
 
@@ -42,11 +42,7 @@ const MAX_INBOUND_SESSIONS = 4
 /** how long the serving side waits to write one answer */
 const WRITE_TIMEOUT_MS = 30_000
 
-const encode = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value))
-const decode = (bytes: { subarray(): Uint8Array }): unknown => JSON.parse(new TextDecoder().decode(bytes.subarray()))
-
-interface ErrorAnswer { code: unknown; name: string; message: string; details: unknown }
-interface Frame { id?: unknown; body?: unknown; ok?: unknown; error?: ErrorAnswer }
+interface Frame { id?: unknown; body?: unknown; ok?: unknown; error?: ReturnType<typeof errorAnswer> }
 
 export class MemberSessions {
   private readonly sessions = new Map<string, Session>()
@@ -58,7 +54,7 @@ export class MemberSessions {
 
   constructor(private readonly init: MemberSessionsInit, private readonly c: MemberSessionsComponents) {
     this.log = c.logger ?? noopLogger
-    this.maxBytes = init.maxMessageBytes ?? 32 * 1024 * 1024
+    this.maxBytes = init.maxMessageBytes ?? MAX_MESSAGE_BYTES
   }
 
   /** Serves the session protocol with `handler` (the same handler the fallback protocol has). */
@@ -111,8 +107,7 @@ export class MemberSessions {
   }
 
   private async open(peerId: string, signal: AbortSignal): Promise<Stream> {
-    const member = await this.c.node.ensureMember(peerId)
-    if (member === undefined) throw new Error(`${peerId} is not a reachable federation member`)
+    await this.c.node.requireMember(peerId)
     return this.c.node.p2p.dialProtocol(peerIdFromString(peerId), this.init.protocol, { signal })
   }
 
@@ -122,7 +117,7 @@ export class MemberSessions {
     const lp = lpStream(stream, { maxDataLength: this.maxBytes })
     try {
       for (;;) {
-        const frame = decode(await lp.read()) as Frame | null
+        const frame = decodeMessage(await lp.read()) as Frame | null
         const id = frame?.id
         if (frame === null || typeof frame !== 'object' || typeof id !== 'number' || !Number.isSafeInteger(id)) {
           throw new Error('a session frame is {id: integer, body}')
@@ -134,10 +129,9 @@ export class MemberSessions {
         try {
           answer = { id, ok: await handler(frame.body, member) }
         } catch (err) {
-          const e = err as { code?: unknown; name?: string; message?: string; details?: unknown }
-          answer = { id, error: { code: e.code ?? null, name: e.name ?? 'Error', message: e.message ?? String(err), details: e.details ?? {} } }
+          answer = { id, error: errorAnswer(err) }
         }
-        await lp.write(encode(answer), { signal: AbortSignal.timeout(WRITE_TIMEOUT_MS) })
+        await lp.write(encodeMessage(answer), { signal: AbortSignal.timeout(WRITE_TIMEOUT_MS) })
       }
     } catch (err) {
       // the asker closed its session (or broke the protocol, or left): the stream goes
@@ -178,7 +172,7 @@ class Session {
     const onTimeout = (): void => this.close(new Error(`no answer within ${timeoutMs} ms`))
     signal.addEventListener('abort', onTimeout, { once: true })
     try {
-      const written = this.writes.then(() => lp.write(encode({ id, body }), { signal }))
+      const written = this.writes.then(() => lp.write(encodeMessage({ id, body }), { signal }))
       this.writes = written.catch(() => undefined)
       await written
       const frame = await answered
@@ -223,7 +217,7 @@ class Session {
   private async readAnswers(lp: ReturnType<typeof lpStream>): Promise<void> {
     try {
       for (;;) {
-        const frame = decode(await lp.read()) as Frame | null
+        const frame = decodeMessage(await lp.read()) as Frame | null
         const pending = typeof frame?.id === 'number' ? this.pending.get(frame.id) : undefined
         if (pending === undefined) throw new Error('the member answered a request it was not sent')
         this.pending.delete(frame!.id as number)

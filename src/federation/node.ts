@@ -29,7 +29,7 @@ export const IDENTIFY_PROTOCOLS = ['/svc/id/1.0.0', '/svc/id/push/1.0.0']
 export const PING_PROTOCOL = '/svc/ping/1.0.0'
 /** what a peer may use before it is a member: identify, ping and the membership exchange */
 export const OPEN_PROTOCOLS = [...IDENTIFY_PROTOCOLS, PING_PROTOCOL, MEMBERSHIP_PROTOCOL]
-const MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+export const MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 /** the kad-dht peer-store tag of routing-table peers (@libp2p/kad-dht KAD_PEER_TAG_NAME) */
 const KAD_PEER_TAG = 'kad-peer'
 
@@ -102,8 +102,15 @@ export type GossipVerdict = 'accept' | 'reject' | 'ignore' | { refuse: Membershi
 
 type Services = { gate: MembershipGate; identify: ReturnType<ReturnType<typeof identify>>; ping: ReturnType<ReturnType<typeof ping>>; dht: KadDHT; pubsub: GossipSub }
 
-const encode = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value))
-const decode = (bytes: { subarray(): Uint8Array }): unknown => JSON.parse(new TextDecoder().decode(bytes.subarray()))
+/** A member request or answer as it travels (one length-prefixed frame of JSON). */
+export const encodeMessage = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value))
+export const decodeMessage = (bytes: { subarray(): Uint8Array }): unknown => JSON.parse(new TextDecoder().decode(bytes.subarray()))
+
+/** The error answer a member sends for a request its handler threw on (its code, name, message, details). */
+export function errorAnswer(err: unknown): { code: unknown; name: string; message: string; details: unknown } {
+  const e = err as { code?: unknown; name?: string; message?: string; details?: unknown }
+  return { code: e.code ?? null, name: e.name ?? 'Error', message: e.message ?? String(err), details: e.details ?? {} }
+}
 
 /** A CIDv1 (raw, sha2-256) whose multihash is the given SHA-256 hex digest. */
 export function cidOfDigest(digestHex: string): CID {
@@ -350,15 +357,14 @@ export class FederationNode {
           return
         }
         const lp = lpStream(stream, { maxDataLength: MAX_MESSAGE_BYTES })
-        const request = decode(await lp.read({ signal }))
+        const request = decodeMessage(await lp.read({ signal }))
         let response: unknown
         try {
           response = { ok: await handler(request, member) }
         } catch (err) {
-          const e = err as { code?: unknown; name?: string; message?: string; details?: unknown }
-          response = { error: { code: e.code ?? null, name: e.name ?? 'Error', message: e.message ?? String(err), details: e.details ?? {} } }
+          response = { error: errorAnswer(err) }
         }
-        await lp.write(encode(response), { signal })
+        await lp.write(encodeMessage(response), { signal })
         await stream.close({ signal })
       } catch (err) {
         stream.abort(err as Error)
@@ -371,16 +377,22 @@ export class FederationNode {
     if (this.libp2p !== undefined) await this.libp2p.unhandle(protocol)
   }
 
-  /** Sends one JSON request to a member and returns its response; throws on a refusal or an error answer. */
-  async request(peerId: string, protocol: string, body: unknown, timeoutMs = 10_000): Promise<unknown> {
+  /** The member `peerId` (dialled and verified first if need be); throws when it is not a reachable member. */
+  async requireMember(peerId: string): Promise<FederationMember> {
     const member = await this.ensureMember(peerId)
     if (member === undefined) throw new Error(`${peerId} is not a reachable federation member`)
+    return member
+  }
+
+  /** Sends one JSON request to a member and returns its response; throws on a refusal or an error answer. */
+  async request(peerId: string, protocol: string, body: unknown, timeoutMs = 10_000): Promise<unknown> {
+    await this.requireMember(peerId)
     const signal = AbortSignal.timeout(timeoutMs)
     const stream = await this.p2p.dialProtocol(peerIdFromString(peerId), protocol, { signal })
     try {
       const lp = lpStream(stream, { maxDataLength: MAX_MESSAGE_BYTES })
-      await lp.write(encode(body), { signal })
-      const answer = decode(await lp.read({ signal })) as { ok?: unknown; error?: { name: string; message: string; code: unknown; details: unknown } }
+      await lp.write(encodeMessage(body), { signal })
+      const answer = decodeMessage(await lp.read({ signal })) as { ok?: unknown; error?: { name: string; message: string; code: unknown; details: unknown } }
       await stream.close({ signal }).catch(() => undefined)
       if (answer.error) throw Object.assign(new Error(answer.error.message), { remote: answer.error })
       return answer.ok
@@ -449,7 +461,7 @@ export class FederationNode {
 
   /** Publishes a JSON payload (signed by this node) on a topic. */
   async publish(topic: string, payload: unknown): Promise<void> {
-    await this.p2p.services.pubsub.publish(topic, encode(payload))
+    await this.p2p.services.pubsub.publish(topic, encodeMessage(payload))
   }
 
   /** Announces this node as a provider of the content with `digestHex` (DHT provider record). */

@@ -66,7 +66,7 @@ export interface ResultProviderInit {
 }
 
 export interface ResultProviderComponents {
-  node: Pick<FederationNode, 'peerId' | 'members' | 'request' | 'handleMembers' | 'unhandle' | 'p2p' | 'member' | 'ensureMember' | 'onMember'>
+  node: Pick<FederationNode, 'peerId' | 'members' | 'request' | 'handleMembers' | 'unhandle' | 'p2p' | 'member' | 'requireMember' | 'onMember'>
   /** this node's result cache (engine.executions.results) */
   results: ResultCache
   audit: Pick<AuditLog, 'record'>
