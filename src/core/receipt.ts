@@ -110,7 +110,7 @@ export interface VerifiedReceipt {
 }
 
 /** One-shot SHA-256 (node ≥ 20.12; a string is hashed as its UTF-8 bytes): a digest per call costs no Hash object. */
-const sha256Hex = (bytes: string | Uint8Array): string => hash('sha256', bytes, 'hex')
+export const sha256Hex = (bytes: string | Uint8Array): string => hash('sha256', bytes, 'hex')
 
 /** SHA-256 hex of the RFC 8785 canonical JSON of `value`; TypeError when it has no canonical form. */
 export function jsonDigest(value: unknown): string {
@@ -122,9 +122,14 @@ export function jsonDigest(value: unknown): string {
  * array (never rebound to parameters); absent or null is `{}`. TypeError for anything else.
  */
 export function argumentsDigest(args: unknown): string {
+  return sha256Hex(argumentsCanonicalText(args))
+}
+
+/** The RFC 8785 text `arguments_digest` is the SHA-256 of (see `argumentsDigest`); TypeError as it. */
+export function argumentsCanonicalText(args: unknown): string {
   const value = args === undefined || args === null ? {} : args
   if (typeof value !== 'object') throw new TypeError('arguments must be an object of named arguments or an array')
-  return jsonDigest(value)
+  return canonicalJsonStrict(value)
 }
 
 /** `result_digest`: the digest of the result (a function returning nothing has the result `null`). */

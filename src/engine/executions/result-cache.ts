@@ -1,5 +1,4 @@
-import { canonicalJsonStrict } from '../../core/canonical-json.js'
-import { argumentsDigest, jsonDigest, type Receipt } from '../../core/receipt.js'
+import { argumentsCanonicalText, jsonDigest, sha256Hex, type Receipt } from '../../core/receipt.js'
 import { LruCache } from '../lru.js'
 
 /**
@@ -140,20 +139,15 @@ export class ResultKeys {
   of(tenant: string, content_digest: string, lockfile_digest: string, args: unknown): KeyedCall | undefined {
     let text: string
     try {
-      text = canonicalJsonStrict(args)
+      text = argumentsCanonicalText(args)
     } catch {
       return undefined
     }
     const memoKey = text.length <= MAX_REMEMBERED_ARGUMENTS ? `${tenant}\n${content_digest}\n${lockfile_digest}\n${text}` : undefined
     const known = memoKey === undefined ? undefined : this.memo.touch(memoKey)
     if (known !== undefined) return known
-    let arguments_digest: string
-    try {
-      arguments_digest = argumentsDigest(args)
-    } catch {
-      return undefined
-    }
-    const fields: ResultKeyFields = { tenant, content_digest, lockfile_digest, arguments_digest }
+    // the arguments digest is the SHA-256 of that same text (argumentsDigest): canonicalized once
+    const fields: ResultKeyFields = { tenant, content_digest, lockfile_digest, arguments_digest: sha256Hex(text) }
     const keyed: KeyedCall = { fields, key: resultCacheKey(fields) }
     if (memoKey !== undefined) this.memo.put(memoKey, keyed)
     return keyed

@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto'
-import { receiptDigest, type Receipt } from '../../core/receipt.js'
+import { receiptDigest, sha256Hex, type Receipt } from '../../core/receipt.js'
 import { LruCache } from '../lru.js'
 import type { ExecutionRecord } from '../types.js'
 import type { JsonSublevel, QueuedPut } from './group-commit.js'
@@ -27,8 +26,6 @@ export type StoredExecutionRecord = Omit<ExecutionRecord, 'receipt'> & { receipt
 const RECEIPTS_REMEMBERED = 16_384
 /** Certificates whose reference is known (a node signs with one; members' receipts bring theirs). */
 const CERTIFICATES_REMEMBERED = 256
-
-const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex')
 
 export interface ExecutionReceiptsComponents {
   receipts: JsonSublevel
