@@ -615,7 +615,7 @@ async function startFederatedDaemons({ count = 5, log, config = {} }) {
       const port = await freePort()
       nodes.push({ dataDir, peerId, listen: `/ip4/127.0.0.1/tcp/${port}`, p2p: `/ip4/127.0.0.1/tcp/${port}/p2p/${peerId}` })
     }
-    const startNode = async (i) => {
+    const startNode = async (i, attempt = 1) => {
       const { dataDir, peerId, listen, p2p } = nodes[i]
       const configFile = join(root, `node${i}.json`)
       writeFileSync(configFile, JSON.stringify({
@@ -626,7 +626,19 @@ async function startFederatedDaemons({ count = 5, log, config = {} }) {
         },
       }))
       // the daemons are together the server: pinned to one core they would measure that core
-      const d = await startDaemon({ dataDir, env: { SVC_CONFIG: configFile, SVC_SANDBOX_WORKERS: '1' }, role: 'unpinned' })
+      let d
+      try {
+        d = await startDaemon({ dataDir, env: { SVC_CONFIG: configFile, SVC_SANDBOX_WORKERS: '1' }, role: 'unpinned' })
+      } catch (err) {
+        // the port was free when found, but another process (CI runs test files side by side) can
+        // take it before the daemon listens: take another one. The others were given the old
+        // address; this node dials them all from its own bootstrap list, so the mesh still forms
+        if (attempt >= 3 || !String(err?.message ?? err).includes('EADDRINUSE')) throw err
+        const port = await freePort()
+        log(`federation: daemon ${i}: its port was taken before it listened, retrying on ${port}`)
+        nodes[i] = { ...nodes[i], listen: `/ip4/127.0.0.1/tcp/${port}`, p2p: `/ip4/127.0.0.1/tcp/${port}/p2p/${peerId}` }
+        return startNode(i, attempt + 1)
+      }
       log(`federation: daemon ${i} up`)
       daemons[i] = { ...d, base: d.url.replace(/\/+$/, ''), peerId, p2p }
     }
