@@ -8,6 +8,8 @@
 //   { kind: 'grpc', address, method: 'ExecuteFunction' | 'ResolveRUFID', requests: [object], connections, durationMs, maxRequests?, warmupMs? }
 //   { kind: 'publish-execute', base, publishes: [object], args, durationMs }
 //     for each definition: publish it, then time its first execution (first-after-publish).
+//   { kind: 'http-sequence', requests: [{ url, method?, headers?, body? }] }
+//     each request once, in order, on one keep-alive connection: { count, latencies: [ms], answers: [{ status, body }] }.
 import http from 'node:http'
 import { summarize } from './lib.js'
 
@@ -128,8 +130,33 @@ async function publishExecuteJob(job) {
   return { count: exec.length + errors, errors, error_samples: samples, latency: summarize(exec), publish_latency: summarize(pub) }
 }
 
+/**
+ * Each request once, in order, on one keep-alive connection: its latency and its answer (status and
+ * parsed JSON body), for suites that check every answer or whose requests differ one by one.
+ */
+async function httpSequenceJob(job) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  const latencies = []
+  const answers = []
+  for (const { url, method, headers, body } of job.requests) {
+    const text = body === undefined ? undefined : JSON.stringify(body)
+    const t = performance.now()
+    const r = await httpRequest(agent, url, method ?? (text === undefined ? 'GET' : 'POST'), headers ?? {}, text)
+    latencies.push(performance.now() - t)
+    let parsed
+    try {
+      parsed = r.body ? JSON.parse(r.body) : {}
+    } catch {
+      parsed = { raw: r.body.slice(0, 500) }
+    }
+    answers.push({ status: r.status, body: parsed })
+  }
+  agent.destroy()
+  return { count: latencies.length, latencies, answers }
+}
+
 const job = await readStdin()
-const kinds = { http: httpJob, grpc: grpcJob, 'publish-execute': publishExecuteJob }
+const kinds = { http: httpJob, grpc: grpcJob, 'publish-execute': publishExecuteJob, 'http-sequence': httpSequenceJob }
 const report = await kinds[job.kind](job)
-process.stdout.write(JSON.stringify(report))
-process.exit(0)
+// exit once the report is out: a pipe takes 64 KB at a time, and exit() would cut a longer one
+process.stdout.write(JSON.stringify(report), () => process.exit(0))

@@ -845,7 +845,10 @@ async function localHit({ smoke, log }) {
  * js-libp2p nodes (TCP, Noise, Yamux; one stream per request) carrying the real request and the
  * real answer's bytes, plus one receipt verification as the daemon does it (`verifyReceipt` with
  * the CA, the arguments and the result); (b) a 50 ms busy-wait function (not deterministic)
- * executed on B over REST.
+ * executed on B over REST. B's REST calls (remote hits, local hits, the 50 ms function) come from
+ * the load generator process on the client core, on one keep-alive connection, as in every other
+ * suite (an in-process fetch client added ~2 ms of its own to each call, and to both sides of the
+ * ratio).
  */
 async function remoteHit({ smoke, log }) {
   const out = {}
@@ -911,26 +914,24 @@ async function remoteHit({ smoke, log }) {
         sandbox_runs: sum('svc_function_executions_total{'),
       }
     }
-    const executeOnB = (args) => postJson(`${B.base}/api/v1/functions/${short}/execute`, { arguments: args })
+    // the calls on B come from the load generator (one keep-alive connection, on the client core),
+    // as every other suite's; the 50 ms function below is called the same way
+    const executeUrl = `${B.base}/api/v1/functions/${short}/execute`
     log(`results: remote hit — ${N} remote hits on B (each followed by a local hit of the same entry), ${WARM} warm-up`)
     const before = await metricsOf(B)
     const remote = []
     const local = []
     let sample
+    const calls = await runLoad({ kind: 'http-sequence', requests: argSets.flatMap((args) => [{ url: executeUrl, body: { arguments: args } }, { url: executeUrl, body: { arguments: args } }]) }, 300_000)
     for (const [i, args] of argSets.entries()) {
-      let t = performance.now()
-      const first = await executeOnB(args)
-      const remoteMs = performance.now() - t
+      const [first, second] = [calls.answers[2 * i], calls.answers[2 * i + 1]]
       if (first.status !== 200 || first.body.cached !== true || first.body.result !== args.a + args.b || first.body.receipt?.peer_id !== A.peerId) {
         throw new Error(`B's first call of ${JSON.stringify(args)} was not answered from A's result: ${first.status} ${JSON.stringify(first.body).slice(0, 400)}`)
       }
-      t = performance.now()
-      const second = await executeOnB(args)
-      const localMs = performance.now() - t
       if (second.status !== 200 || second.body.cached !== true || second.body.result !== args.a + args.b) throw new Error(`B's second call of ${JSON.stringify(args)}: ${second.status} ${JSON.stringify(second.body).slice(0, 300)}`)
       if (i >= WARM) {
-        remote.push(remoteMs)
-        local.push(localMs)
+        remote.push(calls.latencies[2 * i])
+        local.push(calls.latencies[2 * i + 1])
       }
       if (i === 0) sample = { args, result: first.body.result, receipt: first.body.receipt }
     }
@@ -943,10 +944,12 @@ async function remoteHit({ smoke, log }) {
 
     log('results: remote hit — baselines: 50 ms function on B, raw libp2p round trip, receipt verification')
     const busyUrl = `${B.base}/api/v1/functions/${busy.body.rufid_short}/execute`
-    const busyRuns = await timeLoop(smoke ? 3 : 30, async () => {
-      const r = await postJson(busyUrl, { arguments: {} })
+    const BUSY_WARM = 2
+    const busyCalls = await runLoad({ kind: 'http-sequence', requests: Array.from({ length: BUSY_WARM + (smoke ? 3 : 30) }, () => ({ url: busyUrl, body: { arguments: {} } })) }, 300_000)
+    for (const r of busyCalls.answers) {
       if (r.status !== 200 || r.body.result !== true || r.body.cached !== false) throw new Error(`the 50 ms function on B: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`)
-    }, 2)
+    }
+    const busyRuns = busyCalls.latencies.slice(BUSY_WARM)
 
     // (a) two plain js-libp2p nodes, the real request and answer bytes, one stream per request
     // what B sends and what a holder answers (the daemon's wire form: {ok: answer})

@@ -1,4 +1,4 @@
-import { AuditLog, type AuditLogInit } from './audit/audit-log.js'
+import { AuditLog, DEFAULT_AUDIT_FLUSH_MS, type AuditLogInit } from './audit/audit-log.js'
 import { AccessGate } from './auth/access-gate.js'
 import { ApiKeyService, createMemoryKeyStorage, type ApiKeyServiceInit } from './auth/api-keys.js'
 import type { Authenticator } from './auth/authenticator.js'
@@ -164,7 +164,8 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
         { apiKeys: keys, jwt: init.auth.jwt ? new JwtVerifier(init.auth.jwt) : undefined },
       )
   // the admins of the node's admin tenant are its operators: they read every tenant's audit entries
-  const auditLog = new AuditLog({ operatorTenant: init.auth.defaultTenant, ...init.audit }, { db })
+  // audit entries ride in the execution records' batches when both are flushed as often
+  const auditLog = new AuditLog({ operatorTenant: init.auth.defaultTenant, ...init.audit }, { db, groupCommit: store.groupCommitFor(db, init.audit.flushMs ?? DEFAULT_AUDIT_FLUSH_MS) })
   const access = new AccessGate({ authenticator, rateLimits: new RateLimits(init.rateLimits), audit: auditLog })
   const federation = createFederationLink({ auditLog, events })
   reportReplicatedChanges(replication, { auditLog, events })

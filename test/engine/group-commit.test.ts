@@ -1,11 +1,15 @@
 // Group commit of execution records, statistics and audit entries (issue 14): acknowledged before
 // they reach LevelDB, readable at once, written together within the flush period, in order.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { MemoryLevel } from 'memory-level'
 import { afterEach, describe, expect, it } from 'vitest'
-import { AuditLog, createCatalogStore, type ExecutionRecord, type LevelDatabase } from '../../src/engine/index.js'
+import { AuditLog, createCatalogStore, NodeDatabase, type ExecutionRecord, type LevelDatabase } from '../../src/engine/index.js'
 import { GroupCommit, type JsonSublevel } from '../../src/engine/storage/group-commit.js'
 
 const dbs: LevelDatabase[] = []
+const dirs: string[] = []
 function memoryDb(): LevelDatabase {
   const db = new MemoryLevel<string, unknown>({ valueEncoding: 'json' }) as unknown as LevelDatabase
   dbs.push(db)
@@ -13,7 +17,18 @@ function memoryDb(): LevelDatabase {
 }
 afterEach(async () => {
   for (const db of dbs.splice(0)) if (db.status === 'open') await db.close()
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
 })
+
+/** The node's database (classic-level on disk, with the full-disk guard), opened. */
+async function nodeDb(): Promise<NodeDatabase> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-group-commit-'))
+  dirs.push(dir)
+  const db = new NodeDatabase({ location: join(dir, 'catalog'), minFreeBytes: 0, checkIntervalMs: 60_000 })
+  dbs.push(db as unknown as LevelDatabase)
+  await db.open()
+  return db
+}
 
 /** Counts the batches a database is asked to write (and their sizes). */
 function countBatches(db: LevelDatabase): number[] {
@@ -113,6 +128,52 @@ describe('GroupCommit', () => {
   })
 })
 
+describe('GroupCommit on the node database: puts encoded here, past abstract-level', () => {
+  it('writes what the sublevels read back (get, iterators, other encodings), in one encoded batch', async () => {
+    const node = await nodeDb()
+    const db = node as unknown as LevelDatabase
+    const encoded: number[] = []
+    const writeEncoded = node.writeEncoded.bind(node)
+    node.writeEncoded = (puts, sync) => {
+      encoded.push(puts.length)
+      return writeEncoded(puts, sync)
+    }
+    const batches = countBatches(db)
+    const things = db.sublevel<string, unknown>('things', { valueEncoding: 'json' }) as unknown as JsonSublevel
+    const nested = db.sublevel<string, unknown>('outer', { valueEncoding: 'json' }).sublevel<string, unknown>('inner', { valueEncoding: 'json' }) as unknown as JsonSublevel
+    const log = new GroupCommit({ flushMs: 60_000 }, { db })
+    const value = { text: 'é "quoted" \\ 𝄞', n: -0.5, list: [1, null, { deep: true }] }
+    await log.write([{ sublevel: things, key: 'b', value }, { sublevel: things, key: 'a', value: 'plain' }, { sublevel: nested, key: 'k', value: 42 }])
+    await log.flush()
+    expect(encoded).toEqual([3])
+    expect(batches).toEqual([]) // the public batch was not needed
+    expect(await things.get('b')).toEqual(value)
+    expect(await (things as unknown as LevelDatabase).keys().all()).toEqual(['a', 'b'])
+    expect(await (nested as unknown as LevelDatabase).get('k')).toBe(42)
+    // the same bytes abstract-level writes: read raw through the root with a utf8 view
+    expect(await db.get('!things!b', { valueEncoding: 'utf8' })).toBe(JSON.stringify(value))
+    expect(await db.get('!outer!!inner!k', { valueEncoding: 'utf8' })).toBe('42')
+    // a sublevel with another value encoding is written the public way
+    const texts = db.sublevel<string, string>('texts', { valueEncoding: 'utf8' }) as unknown as JsonSublevel
+    await log.write([{ sublevel: texts, key: 't', value: 'as is' }])
+    await log.flush()
+    expect(encoded).toEqual([3])
+    expect(batches).toEqual([1])
+    expect(await (texts as unknown as LevelDatabase).get('t')).toBe('as is')
+  })
+
+  it('a closed database refuses the encoded write, and the batch is kept', async () => {
+    const node = await nodeDb()
+    const db = node as unknown as LevelDatabase
+    const sub = db.sublevel<string, unknown>('things', { valueEncoding: 'json' }) as unknown as JsonSublevel
+    const log = new GroupCommit({ flushMs: 60_000 }, { db })
+    await log.write([{ sublevel: sub, key: 'k', value: 1 }])
+    await node.close()
+    await expect(log.flush()).rejects.toMatchObject({ code: 'LEVEL_DATABASE_NOT_OPEN' })
+    expect(log.peek(sub, 'k')).toBe(1)
+  })
+})
+
 describe('the catalog store and the audit log group-commit', () => {
   it('an execution record is readable at once and written within the flush period; stop() writes what waits', async () => {
     const db = memoryDb()
@@ -133,6 +194,25 @@ describe('the catalog store and the audit log group-commit', () => {
     await reopened.start()
     expect((await reopened.getExecution('ex_2'))?.execution_id).toBe('ex_2')
     await reopened.stop()
+  })
+
+  it('the audit log flushed as often as execution records shares their batches', async () => {
+    const db = memoryDb()
+    const store = createCatalogStore({ db }, { executionFlushMs: 60_000 })
+    await store.start()
+    expect(store.groupCommitFor(db, 5)).toBeUndefined()
+    expect(store.groupCommitFor(memoryDb(), 60_000)).toBeUndefined()
+    const audit = new AuditLog({ retentionDays: 0, sweepIntervalMs: 60_000, flushMs: 60_000 }, { db, groupCommit: store.groupCommitFor(db, 60_000) })
+    await audit.start()
+    const batches = countBatches(db)
+    await store.putExecution(record('ex_1'), { usage_count: 1, success_count: 1, total_execution_time_ms: 1 })
+    const entry = await audit.record({ operation: 'rufid.execute', rufid: null, user: 'u', tenant: 'acme', ip: '127.0.0.1', result: 'success', duration_ms: 1 })
+    await audit.flush()
+    expect(batches).toEqual([3]) // the record, its function's statistics and the audit entry
+    expect(await db.sublevel<string, unknown>('audit', { valueEncoding: 'json' }).get(entry.id)).toMatchObject({ operation: 'rufid.execute' })
+    expect(await db.sublevel<string, unknown>('executions', { valueEncoding: 'json' }).get('ex_1')).toMatchObject({ execution_id: 'ex_1' })
+    await audit.stop()
+    await store.stop()
   })
 
   it('an audit entry is recorded at once, written within the flush period, and queries see it', async () => {

@@ -109,9 +109,10 @@ export class AuditLog {
   private flushing: Promise<void> = Promise.resolve()
   private readonly log: GroupCommit
 
-  constructor(private readonly init: AuditLogInit, components: { db: LevelDatabase }) {
+  /** `groupCommit`: one shared with other records of `db` (the catalog store's), else its own */
+  constructor(private readonly init: AuditLogInit, components: { db: LevelDatabase; groupCommit?: GroupCommit }) {
     this.entries = components.db.sublevel<string, AuditEntry>('audit', { valueEncoding: 'json' }) as unknown as Sub
-    this.log = new GroupCommit({ flushMs: init.flushMs ?? DEFAULT_AUDIT_FLUSH_MS }, components)
+    this.log = components.groupCommit ?? new GroupCommit({ flushMs: init.flushMs ?? DEFAULT_AUDIT_FLUSH_MS }, components)
   }
 
   async start(): Promise<void> {

@@ -90,10 +90,12 @@ export class CatalogStore {
   private started = false
   /** execution records and statistics waiting to be written */
   private readonly executionLog: GroupCommit
+  private readonly executionFlushMs: number
 
   constructor(components: CatalogStoreComponents, init: CatalogStoreInit = {}) {
     this.db = components.db
-    this.executionLog = new GroupCommit({ flushMs: init.executionFlushMs ?? DEFAULT_EXECUTION_FLUSH_MS }, { db: this.db })
+    this.executionFlushMs = init.executionFlushMs ?? DEFAULT_EXECUTION_FLUSH_MS
+    this.executionLog = new GroupCommit({ flushMs: this.executionFlushMs }, { db: this.db })
     const json = { valueEncoding: 'json' as const }
     this.meta = this.db.sublevel<string, unknown>('meta', json) as Json
     this.functions = this.db.sublevel<string, unknown>('functions', json) as Json
@@ -299,6 +301,15 @@ export class CatalogStore {
   /** One atomic batch across sublevels; `sync` waits for the write to reach the disk. */
   private async write(ops: PutOp[], sync: boolean): Promise<void> {
     await this.db.batch(ops as unknown as Array<AbstractBatchOperation<LevelDatabase, string, unknown>>, { sync } as object)
+  }
+
+  /**
+   * The group commit of execution records, for other records of the same database flushed as often
+   * (the audit log): one batch then carries an execution's record and its audit entry, instead of
+   * one batch each. Undefined for another database or another flush period.
+   */
+  groupCommitFor(db: LevelDatabase, flushMs: number): GroupCommit | undefined {
+    return db === this.db && flushMs === this.executionFlushMs ? this.executionLog : undefined
   }
 
   async getStats(tenant: string, short: string, version: number): Promise<FunctionStats | undefined> {

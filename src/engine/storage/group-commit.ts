@@ -47,6 +47,7 @@ export class GroupCommit {
   private writing: Promise<void> = Promise.resolve()
   /** resolves when the pending puts have been written (created on demand) */
   private next: { promise: Promise<void>; resolve(): void; reject(err: unknown): void } | undefined
+  private readonly encodables = new WeakMap<JsonSublevel, boolean>()
   private readonly maxBatch: number
   private readonly maxPending: number
   /** the error of the last failed batch, until a batch succeeds */
@@ -55,6 +56,17 @@ export class GroupCommit {
   constructor(private readonly init: GroupCommitInit, private readonly c: { db: LevelDatabase }) {
     this.maxBatch = init.maxBatch ?? DEFAULT_MAX_BATCH
     this.maxPending = init.maxPending ?? DEFAULT_MAX_PENDING
+  }
+
+  /** Whether a sublevel's puts can be encoded here: a sublevel of this database with utf8 keys and JSON values. */
+  private encodable(sublevel: JsonSublevel): boolean {
+    let known = this.encodables.get(sublevel)
+    if (known === undefined) {
+      const s = sublevel as unknown as Encodings
+      known = s.db === this.c.db && s.keyEncoding().commonName === 'utf8' && s.valueEncoding().commonName === 'json'
+      this.encodables.set(sublevel, known)
+    }
+    return known
   }
 
   /** Puts waiting to be written (not counting the batch being written). */
@@ -99,9 +111,16 @@ export class GroupCommit {
     this.pending = new Map()
     this.next = undefined
     this.inflight = batch
-    const ops = [...batch.values()].map(({ sublevel, key, value }) => ({ type: 'put', sublevel, key, value }))
     try {
-      await this.c.db.batch(ops as unknown as Array<AbstractBatchOperation<LevelDatabase, string, unknown>>, { sync: false } as object)
+      const writer = this.c.db as Partial<EncodedWriter>
+      const puts = [...batch.values()]
+      if (typeof writer.writeEncoded === 'function' && puts.every(({ sublevel }) => this.encodable(sublevel))) {
+        // keys prefixed and values encoded here, as the sublevels would (utf8 keys, JSON values)
+        await writer.writeEncoded(puts.map(({ sublevel, key, value }) => ({ key: prefixOf(sublevel) + key, value: JSON.stringify(value) })), false)
+      } else {
+        const ops = puts.map(({ sublevel, key, value }) => ({ type: 'put', sublevel, key, value }))
+        await this.c.db.batch(ops as unknown as Array<AbstractBatchOperation<LevelDatabase, string, unknown>>, { sync: false } as object)
+      }
       this.lastError = undefined
       waiting.resolve()
     } catch (err) {
@@ -121,8 +140,22 @@ export class GroupCommit {
   }
 }
 
-/** Sublevels prefix their keys (`!name!`): the prefix and the key name one slot. */
-const slotOf = (sublevel: JsonSublevel, key: string): string => `${(sublevel as unknown as { prefix: string }).prefix}${key}`
+/** A sublevel's prefix (`!name!`, its parents' included): the prefix and the key are the key in the database. */
+const prefixOf = (sublevel: JsonSublevel): string => (sublevel as unknown as { prefix: string }).prefix
+
+/** The prefix and the key name one slot. */
+const slotOf = (sublevel: JsonSublevel, key: string): string => `${prefixOf(sublevel)}${key}`
+
+/** A database that takes puts already encoded (NodeDatabase.writeEncoded). */
+interface EncodedWriter {
+  writeEncoded(puts: ReadonlyArray<{ key: string; value: string }>, sync: boolean): Promise<void>
+}
+
+interface Encodings {
+  keyEncoding(): { commonName: string }
+  valueEncoding(): { commonName: string }
+  db: unknown
+}
 
 function deferred(): { promise: Promise<void>; resolve(): void; reject(err: unknown): void } {
   let resolve!: () => void
