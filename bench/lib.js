@@ -204,7 +204,9 @@ export async function startDaemon({ dataDir, env = {}, timeoutMs = 60_000, role 
   const dir = dataDir ?? tempDir()
   const cfgDir = tempDir('svc-bench-cfg-')
   const started = performance.now()
-  const p = await startProcess(role, [...nodeArgs, join(ROOT, 'bin/svc-node.js'), 'start'], {
+  // BENCH_DAEMON_NODE_ARGS: node flags for every daemon a suite starts (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`)
+  const extra = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean)
+  const p = await startProcess(role, [...extra, ...nodeArgs, join(ROOT, 'bin/svc-node.js'), 'start'], {
     env: {
       API_HOST: '127.0.0.1',
       API_PORT: '0',

@@ -591,7 +591,7 @@ export async function federation({ smoke, log }) {
  * into each node's `federation` section. Resolves { daemons: [{ base, p2p, peerId, pid, … }],
  * listed, stop() }; stop() ends them all and removes their data.
  */
-async function startFederatedDaemons({ count = 5, log, config = {} }) {
+export async function startFederatedDaemons({ count = 5, log, config = {} }) {
   const { createFederationCa, issueNodeCertificate, writeCa, writeNodeCertificate } = await dist('federation/certificates.js')
   const { loadOrCreatePeerIdentity } = await dist('federation/identity.js')
   const { mkdirSync } = await import('node:fs')

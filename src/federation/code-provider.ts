@@ -13,6 +13,14 @@ export const CODE_PROTOCOL = '/svc/code/1.0.0'
 
 const MAX_HOLDER_HINTS = 10_000
 
+/**
+ * A node serving a digest's code tells the first this-many distinct members that fetch it from
+ * here to announce themselves as its providers, and the later ones not to (see `serveCode`).
+ */
+export const ANNOUNCING_FETCHERS = 2
+/** digests whose fetchers a serving node remembers (the least recently served go first) */
+const MAX_SERVED_DIGESTS = 10_000
+
 /** Announces this node as a provider of `digest` (DHT provider record); a failure is only logged. */
 export async function provideQuietly(node: FederationNode, log: FederationLogger, digest: string): Promise<void> {
   try {
@@ -30,6 +38,8 @@ export interface CodeProviderComponents {
   functions: Pick<FunctionRegistry, 'target' | 'lineage'>
   logger?: FederationLogger
   metrics?: SvcMetrics
+  /** how many fetchers of a digest served here are told to announce it (default ANNOUNCING_FETCHERS) */
+  announcingFetchers?: number
 }
 
 /**
@@ -50,15 +60,24 @@ export class CodeProvider {
 
   /** makes this node a provider of the code it fetched (batched, delayed: provider-announcer.ts) */
   private readonly announcer: ProviderAnnouncer
+  /** content digest → the members told to announce it (at most `announcingFetchers`), by recency of serving */
+  private readonly served = new Map<string, Set<string>>()
+  private readonly announcingFetchers: number
 
   constructor(private readonly c: CodeProviderComponents) {
     this.log = c.logger ?? noopLogger
     this.announcer = new ProviderAnnouncer({}, { provide: (digest, timeoutMs) => c.node.provide(digest, timeoutMs), logger: this.log })
+    this.announcingFetchers = c.announcingFetchers ?? ANNOUNCING_FETCHERS
+  }
+
+  /** Whether this node announces (or announced) itself as a provider of `digest` in this run. */
+  announces(digest: string): boolean {
+    return this.announcer.has(digest)
   }
 
   async start(): Promise<void> {
     const { node, replica } = this.c
-    await node.handleMembers(CODE_PROTOCOL, async (request) => this.serveCode(request as { tenant_id: string; rufid_short: string; version: number; content_digest: string }))
+    await node.handleMembers(CODE_PROTOCOL, async (request, from) => this.serveCode(request as { tenant_id: string; rufid_short: string; version: number; content_digest: string }, from.peerId))
     // what this node publishes is announced by the announcer too, not at the publish: a provider
     // record is a DHT walk plus an ADD_PROVIDER to each of the k closest members (at 20 members,
     // every member: ~half the federation's CPU per publish, measured), and nothing needs it then:
@@ -103,12 +122,34 @@ export class CodeProvider {
     }
   }
 
-  private async serveCode(request: { tenant_id: string; rufid_short: string; version: number; content_digest: string }): Promise<{ source_code: string }> {
+  /**
+   * The code of a version this node holds, and whether the member that fetches it should announce
+   * itself as a provider: yes for the first `announcingFetchers` distinct members served this
+   * digest (and again for them), no for the later ones. Each announcement is a DHT walk plus an
+   * ADD_PROVIDER to the closest members; when every member fetched every new function, as in a
+   * busy federation, one announcement per fetcher was most of the federation's CPU (5 loopback
+   * daemons on 2 cores: a sixth of the publishes took ~1 s to be resolvable everywhere, none with
+   * no announcements). A few records per digest already find a holder in O(log N) hops; a member
+   * that was told no still serves the code to whoever asks it (the member scan).
+   */
+  private async serveCode(request: { tenant_id: string; rufid_short: string; version: number; content_digest: string }, from: string): Promise<{ source_code: string; announce: boolean }> {
     const fn = await this.c.replica.localVersion(request.tenant_id, request.rufid_short, request.version)
     if (fn === undefined || fn.source_code === '' || fn.content_digest !== request.content_digest) {
       throw new SvcError('RUFID_NOT_FOUND', 'this node does not hold that code')
     }
-    return { source_code: fn.source_code }
+    return { source_code: fn.source_code, announce: this.toldToAnnounce(fn.content_digest, from) }
+  }
+
+  private toldToAnnounce(digest: string, peerId: string): boolean {
+    let told = this.served.get(digest)
+    if (told !== undefined) this.served.delete(digest) // most recently served last
+    told ??= new Set()
+    this.served.set(digest, told)
+    if (this.served.size > MAX_SERVED_DIGESTS) this.served.delete(this.served.keys().next().value!)
+    if (told.has(peerId)) return true
+    if (told.size >= this.announcingFetchers) return false
+    told.add(peerId)
+    return true
   }
 
   /**
@@ -118,8 +159,9 @@ export class CodeProvider {
    * or its publisher left: nodes that fetched the code serve it too). The first code that hashes
    * to `contentDigest` wins; none → 2001.
    *
-   * A publisher and a node that fetched code announce themselves as providers 5–10 s later, one
-   * digest at a time (provider-announcer.ts), so code outlives its publisher and is found in
+   * A publisher, and a node that fetched code when the member that served it says so (the first
+   * ANNOUNCING_FETCHERS of each digest it serves), announce themselves as providers 5–10 s later,
+   * one digest at a time (provider-announcer.ts), so code outlives its publisher and is found in
    * O(log N) hops; the member scan above stays the last resort.
    */
   async fetchCode(tenant: string, short: string, version: number, contentDigest: string): Promise<string> {
@@ -130,14 +172,16 @@ export class CodeProvider {
       if (tried.has(peerId) || peerId === node.peerId) return undefined
       tried.add(peerId)
       try {
-        const answer = await node.request(peerId, CODE_PROTOCOL, { tenant_id: tenant, rufid_short: short, version, content_digest: contentDigest }, 5_000) as { source_code?: unknown }
+        const answer = await node.request(peerId, CODE_PROTOCOL, { tenant_id: tenant, rufid_short: short, version, content_digest: contentDigest }, 5_000) as { source_code?: unknown; announce?: unknown }
         if (typeof answer.source_code !== 'string' || fn === undefined) return undefined
         const digest = computeRufid({ ...fn, source_code: answer.source_code }).content_digest
         if (digest !== contentDigest) {
           this.log.warn({ peer_id: peerId, rufid_short: short, expected: contentDigest, got: digest }, 'provider served code that does not match its digest: refused')
           return undefined
         }
-        this.announcer.enqueue(contentDigest) // this node holds it now (the caller stores it)
+        // this node holds it now (the caller stores it): a provider when the server says so (a
+        // member without the rule says nothing: announce, as before)
+        if (answer.announce !== false) this.announcer.enqueue(contentDigest)
         return answer.source_code
       } catch (err) {
         this.log.debug({ peer_id: peerId, err }, 'code fetch failed')

@@ -20,6 +20,8 @@ export { CATALOG_TOPIC, CODE_PROTOCOL, NODES_TOPIC, REGISTER_PROTOCOL, SYNC_PROT
 export interface FederationInit extends FederationNodeInit, CatalogSyncInit, RegistrarInit, WheelProviderInit {
   /** results of deterministic functions among members: trust policy and fan-out (result-provider.ts) */
   results?: Omit<ResultProviderInit, 'caCertPem' | 'revoked'>
+  /** how many members fetching a digest from this node are told to announce it (code-provider.ts; default 2) */
+  announcingFetchers?: number
 }
 
 export interface FederationComponents {
@@ -70,7 +72,10 @@ export class Federation implements FederationPort {
     })
     const { node, log, metrics } = this
     const replica = this.engine.replication
-    this.code = new CodeProvider({ node, replica, functions: this.engine.functions, logger: log, ...(metrics ? { metrics } : {}) })
+    this.code = new CodeProvider({
+      node, replica, functions: this.engine.functions, logger: log, ...(metrics ? { metrics } : {}),
+      ...(init.announcingFetchers !== undefined ? { announcingFetchers: init.announcingFetchers } : {}),
+    })
     this.wheels = new WheelProvider({ ...(init.wheelDirs ? { wheelDirs: init.wheelDirs } : {}) }, { node, logger: log })
     this.registrar = new Registrar({
       ...(init.registryPeers ? { registryPeers: init.registryPeers } : {}),

@@ -18,9 +18,9 @@ export interface ProviderAnnouncerComponents {
 }
 
 /**
- * Makes the nodes that hold a function's code (its publisher, and the nodes that fetched it) its
- * providers, so that code outlives its publisher and is found in O(log N) DHT hops rather than by
- * asking members one by one. (The publisher announced at once until 2026-11-25: at 20 members
+ * Makes the nodes that hold a function's code (its publisher, and the first nodes that fetched it
+ * from a holder: code-provider.ts `serveCode`) its providers, so that code outlives its publisher
+ * and is found in O(log N) DHT hops rather than by asking members one by one. (The publisher announced at once until 2026-11-25: at 20 members
  * that doubled the federation's CPU per publish, during the publish's own gossip.)
  *
  * Announcing at the moment of the fetch costs what the issue measured (5 nodes: publish → resolvable
@@ -63,6 +63,11 @@ export class ProviderAnnouncer {
     this.timer = undefined
     this.pending.clear()
     await this.draining
+  }
+
+  /** Whether `digest` waits for its announcement or was announced in this run. */
+  has(digest: string): boolean {
+    return this.pending.has(digest) || this.announced.has(digest)
   }
 
   /** How many digests wait for their announcement. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Engine } from '../../src/engine/index.js'
 import { issueNodeCertificate } from '../../src/federation/certificates.js'
+import { CODE_PROTOCOL } from '../../src/federation/code-provider.js'
 import { createFederation, type Federation } from '../../src/federation/federation.js'
 import { createTestEngine, principal } from '../fixtures/engine.js'
 import { newIdentity, testCa, waitFor, type TestIdentity } from './fixtures.js'
@@ -15,7 +16,7 @@ const fn = (name: string, body: string) => ({
   function_name: name, signature: '(a)', language: 'javascript', source_code: `function ${name}(a) {\n  return ${body}\n}\n`,
 })
 
-async function startFederation(engine: Engine, identity: TestIdentity, bootstrap: string[] = [], patch?: (f: Federation) => void): Promise<Federation> {
+async function startFederation(engine: Engine, identity: TestIdentity, bootstrap: string[] = [], patch?: (f: Federation) => void, announcingFetchers?: number): Promise<Federation> {
   const federation = createFederation({
     privateKey: identity.privateKey,
     listen: ['/ip4/127.0.0.1/tcp/0'],
@@ -24,16 +25,17 @@ async function startFederation(engine: Engine, identity: TestIdentity, bootstrap
     certPem: issueNodeCertificate(testCa(), identity.peerId).certPem,
     endpoint: `http://127.0.0.1/${identity.peerId.slice(-6)}`,
     syncIntervalMs: 500,
+    ...(announcingFetchers !== undefined ? { announcingFetchers } : {}),
   }, { engine, metrics: engine.metrics })
   patch?.(federation)
   await federation.start()
   return federation
 }
 
-async function member(bootstrap: string[] = [], patch?: (f: Federation) => void): Promise<Member> {
+async function member(bootstrap: string[] = [], patch?: (f: Federation) => void, announcingFetchers?: number): Promise<Member> {
   const { engine } = await createTestEngine()
   const identity = await newIdentity()
-  return { engine, identity, federation: await startFederation(engine, identity, bootstrap, patch) }
+  return { engine, identity, federation: await startFederation(engine, identity, bootstrap, patch, announcingFetchers) }
 }
 
 const addr = (m: Member): string => m.federation.node.multiaddrs()[0]!
@@ -76,6 +78,28 @@ describe('catalog replication, discovery and code on demand (in-process members)
     }, 20_000, 250)
     await waitFor(async () => new Set(await Promise.all(all.map(digestOf))).size === 1)
     expect(await c.engine.metrics.registry.getSingleMetricAsString('svc_federation_nodes_active')).toMatch(/svc_federation_nodes_active 2/)
+  })
+
+  it('only the first fetchers of a digest are told to announce themselves as its providers', async () => {
+    // a fourth member that tells one fetcher per digest to announce
+    const d = await member([addr(a), addr(b), addr(c)], undefined, 1)
+    all.push(d)
+    await waitFor(() => all.every((m) => m.federation.node.members().length === 3))
+    const created = await d.engine.functions.create(tenant, fn('quad', 'a * 4'))
+    const ask = (from: Member): Promise<{ source_code?: string; announce?: boolean }> => from.federation.node.request(d.identity.peerId, CODE_PROTOCOL, {
+      tenant_id: 'acme', rufid_short: created.rufid_short, version: 1, content_digest: created.fn.content_digest,
+    }, 5_000) as Promise<{ source_code?: string; announce?: boolean }>
+    expect(await ask(b)).toMatchObject({ source_code: created.fn.source_code, announce: true })
+    expect(await ask(c)).toMatchObject({ source_code: created.fn.source_code, announce: false })
+    expect((await ask(b)).announce).toBe(true) // the same member again: still told to
+    // a fetch told no queues no announcement (a's code comes from d, which told b already) …
+    const resolved = await waitFor(async () => (await a.engine.functions.resolve(tenant, { short: created.rufid_short })).fn, 10_000, 20)
+    expect(resolved.source_code).toBe(created.fn.source_code)
+    expect(a.federation.code.announces(created.fn.content_digest)).toBe(false)
+    // … the first fetch of another digest does
+    const other = await d.engine.functions.create(tenant, fn('quint', 'a * 5'))
+    await waitFor(async () => (await a.engine.functions.resolve(tenant, { short: other.rufid_short })).fn, 10_000, 20)
+    expect(a.federation.code.announces(other.fn.content_digest)).toBe(true)
   })
 
   it('a node that was offline catches up with 20 changes through incremental sync', async () => {
