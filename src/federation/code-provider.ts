@@ -21,6 +21,18 @@ export const ANNOUNCING_FETCHERS = 2
 /** digests whose fetchers a serving node remembers (the least recently served go first) */
 const MAX_SERVED_DIGESTS = 10_000
 
+/**
+ * Provider records are made only while the federation has more nodes than this: kad-dht's bucket
+ * size (k = 20). Up to k nodes a DHT lookup reaches every member anyway, so a record finds nothing
+ * that asking the members at once does not; and the records cost most of the federation's CPU
+ * per publish (each a DHT walk plus an ADD_PROVIDER to every member at that size: 5 loopback
+ * daemons on 2 cores, publish → resolvable everywhere p50 / p99 83 / 1,093 ms with records,
+ * 64 / 135 ms without, same run of the bench's federation suite).
+ */
+export const ANNOUNCE_PROVIDERS_ABOVE = 20
+/** members asked at once when the code is looked for among all of them (kad-dht's alpha) */
+const MEMBER_WAVE = 10
+
 /** Announces this node as a provider of `digest` (DHT provider record); a failure is only logged. */
 export async function provideQuietly(node: FederationNode, log: FederationLogger, digest: string): Promise<void> {
   try {
@@ -40,6 +52,22 @@ export interface CodeProviderComponents {
   metrics?: SvcMetrics
   /** how many fetchers of a digest served here are told to announce it (default ANNOUNCING_FETCHERS) */
   announcingFetchers?: number
+  /** provider records are made only while the federation has more nodes than this (default ANNOUNCE_PROVIDERS_ABOVE) */
+  announceProvidersAbove?: number
+}
+
+/** The first defined value the promises resolve with (undefined when none does). */
+function firstFound<T>(attempts: Array<Promise<T | undefined>>): Promise<T | undefined> {
+  return new Promise((resolve) => {
+    let left = attempts.length
+    if (left === 0) resolve(undefined)
+    for (const a of attempts) {
+      void a.then((v) => {
+        if (v !== undefined) resolve(v)
+        else if (--left === 0) resolve(undefined)
+      })
+    }
+  })
 }
 
 /**
@@ -63,11 +91,23 @@ export class CodeProvider {
   /** content digest → the members told to announce it (at most `announcingFetchers`), by recency of serving */
   private readonly served = new Map<string, Set<string>>()
   private readonly announcingFetchers: number
+  private readonly announceAbove: number
 
   constructor(private readonly c: CodeProviderComponents) {
     this.log = c.logger ?? noopLogger
     this.announcer = new ProviderAnnouncer({}, { provide: (digest, timeoutMs) => c.node.provide(digest, timeoutMs), logger: this.log })
     this.announcingFetchers = c.announcingFetchers ?? ANNOUNCING_FETCHERS
+    this.announceAbove = c.announceProvidersAbove ?? ANNOUNCE_PROVIDERS_ABOVE
+  }
+
+  /** Whether provider records are made: the federation (with this node) has more than `announceAbove` nodes. */
+  private get recording(): boolean {
+    return this.c.node.members().length + 1 > this.announceAbove
+  }
+
+  /** Queues `digest`'s provider record when the federation is large enough for records (see ANNOUNCE_PROVIDERS_ABOVE). */
+  private announce(digest: string): void {
+    if (this.recording) this.announcer.enqueue(digest)
   }
 
   /** Whether this node announces (or announced) itself as a provider of `digest` in this run. */
@@ -83,9 +123,16 @@ export class CodeProvider {
     // every member: ~half the federation's CPU per publish, measured), and nothing needs it then:
     // every member learns the publisher from the signed change and asks it first (`holders`)
     this.unsubscribe.push(replica.onLocalChange((change) => {
-      if (node.started && change.kind !== 'branch' && change.op === 'added') this.announcer.enqueue(change.fn.content_digest)
+      if (node.started && change.kind !== 'branch' && change.op === 'added') this.announce(change.fn.content_digest)
     }))
-    void this.provideAll()
+    // the federation grew past the size where records help: announce what this node holds
+    let wasRecording = this.recording
+    this.unsubscribe.push(node.onMember(() => {
+      const now = this.recording
+      if (now && !wasRecording) void this.provideAll()
+      wasRecording = now
+    }))
+    if (wasRecording) void this.provideAll()
     this.announcer.start()
   }
 
@@ -181,7 +228,7 @@ export class CodeProvider {
         }
         // this node holds it now (the caller stores it): a provider when the server says so (a
         // member without the rule says nothing: announce, as before)
-        if (answer.announce !== false) this.announcer.enqueue(contentDigest)
+        if (answer.announce !== false) this.announce(contentDigest)
         return answer.source_code
       } catch (err) {
         this.log.debug({ peer_id: peerId, err }, 'code fetch failed')
@@ -197,8 +244,10 @@ export class CodeProvider {
       const code = await attempt(provider.peerId)
       if (code !== undefined) return code
     }
-    for (const peerId of node.members().map((m) => m.peerId).sort()) {
-      const code = await attempt(peerId)
+    // then every other member, MEMBER_WAVE at a time: the first code that matches wins
+    const rest = node.members().map((m) => m.peerId).filter((p) => !tried.has(p)).sort()
+    for (let i = 0; i < rest.length; i += MEMBER_WAVE) {
+      const code = await firstFound(rest.slice(i, i + MEMBER_WAVE).map(attempt))
       if (code !== undefined) return code
     }
     throw new SvcError('FEDERATION_UNREACHABLE', `no reachable provider holds ${short} v${version}`, { details: { rufid_short: short, content_digest: contentDigest, tried: [...tried] } })

@@ -22,6 +22,8 @@ export interface FederationInit extends FederationNodeInit, CatalogSyncInit, Reg
   results?: Omit<ResultProviderInit, 'caCertPem' | 'revoked'>
   /** how many members fetching a digest from this node are told to announce it (code-provider.ts; default 2) */
   announcingFetchers?: number
+  /** provider records only while the federation has more nodes than this (code-provider.ts; default 20, kad-dht's k) */
+  announceProvidersAbove?: number
 }
 
 export interface FederationComponents {
@@ -75,6 +77,7 @@ export class Federation implements FederationPort {
     this.code = new CodeProvider({
       node, replica, functions: this.engine.functions, logger: log, ...(metrics ? { metrics } : {}),
       ...(init.announcingFetchers !== undefined ? { announcingFetchers: init.announcingFetchers } : {}),
+      ...(init.announceProvidersAbove !== undefined ? { announceProvidersAbove: init.announceProvidersAbove } : {}),
     })
     this.wheels = new WheelProvider({ ...(init.wheelDirs ? { wheelDirs: init.wheelDirs } : {}) }, { node, logger: log })
     this.registrar = new Registrar({

@@ -25,6 +25,8 @@ async function startFederation(engine: Engine, identity: TestIdentity, bootstrap
     certPem: issueNodeCertificate(testCa(), identity.peerId).certPem,
     endpoint: `http://127.0.0.1/${identity.peerId.slice(-6)}`,
     syncIntervalMs: 500,
+    // provider records at any size here (by default only past kad-dht's k = 20 nodes)
+    announceProvidersAbove: 0,
     ...(announcingFetchers !== undefined ? { announcingFetchers } : {}),
   }, { engine, metrics: engine.metrics })
   patch?.(federation)
@@ -219,4 +221,47 @@ describe('catalog replication, discovery and code on demand (in-process members)
       expect((await m.engine.functions.ledger(tenant, 'split'))[0]!.rufid_short).toBe(winner.rufid_short)
     }
   })
+})
+
+describe('a federation of at most k (20) nodes makes no provider records (in-process members)', () => {
+  const all: Member[] = []
+  afterAll(async () => {
+    for (const m of all) {
+      await m.federation.stop().catch(() => undefined)
+      await m.engine.stop()
+    }
+  })
+
+  async function plainMember(bootstrap: string[] = []): Promise<Member> {
+    const { engine } = await createTestEngine()
+    const identity = await newIdentity()
+    const federation = createFederation({
+      privateKey: identity.privateKey, listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap, caCertPem: testCa().certPem,
+      certPem: issueNodeCertificate(testCa(), identity.peerId).certPem, endpoint: `http://127.0.0.1/${identity.peerId.slice(-6)}`, syncIntervalMs: 500,
+    }, { engine, metrics: engine.metrics })
+    await federation.start()
+    const m = { engine, identity, federation }
+    all.push(m)
+    return m
+  }
+
+  it('with its publisher gone, the code is found among the members at once (no DHT record, no one-by-one walk)', async () => {
+    const p = await plainMember()
+    const h = await plainMember([addr(p)])
+    const n = await plainMember([addr(p), addr(h)])
+    await waitFor(() => [p, h, n].every((m) => m.federation.node.members().length === 2))
+    const created = await p.engine.functions.create(tenant, fn('triple', 'a * 3'))
+    const digest = created.fn.content_digest
+    // h fetches the code from the publisher; no record is queued at this size
+    await waitFor(async () => (await h.engine.functions.resolve(tenant, { short: created.rufid_short })).fn, 10_000, 20)
+    expect(h.federation.code.announces(digest)).toBe(false)
+    expect(p.federation.code.announces(digest)).toBe(false)
+    await waitFor(async () => (await n.engine.replication.digest()).digest === (await p.engine.replication.digest()).digest)
+    // the publisher leaves for good
+    await p.federation.stop()
+    await waitFor(() => n.federation.node.member(p.identity.peerId) === undefined && h.federation.node.member(p.identity.peerId) === undefined, 20_000, 50)
+    expect(await n.federation.node.findProviders(digest, { timeoutMs: 1_000 })).toEqual([])
+    const resolved = await n.engine.functions.resolve(tenant, { short: created.rufid_short })
+    expect(resolved.fn.source_code).toBe(created.fn.source_code)
+  }, 60_000)
 })
