@@ -22,12 +22,14 @@ export const ANNOUNCING_FETCHERS = 2
 const MAX_SERVED_DIGESTS = 10_000
 
 /**
- * Provider records are made only while the federation has more nodes than this: kad-dht's bucket
- * size (k = 20). Up to k nodes a DHT lookup reaches every member anyway, so a record finds nothing
- * that asking the members at once does not; and the records cost most of the federation's CPU
- * per publish (each a DHT walk plus an ADD_PROVIDER to every member at that size: 5 loopback
- * daemons on 2 cores, publish → resolvable everywhere p50 / p99 83 / 1,093 ms with records,
- * 64 / 135 ms without, same run of the bench's federation suite).
+ * Nodes that fetched code announce themselves as its providers only while the federation has more
+ * nodes than this: kad-dht's bucket size (k = 20). Up to k nodes a DHT lookup reaches every member
+ * anyway, so a fetcher's record finds nothing that asking the members at once does not; and the
+ * records cost most of the federation's CPU per publish (each a DHT walk plus an ADD_PROVIDER to
+ * every member at that size: 5 loopback daemons on 2 cores, publish → resolvable everywhere
+ * p50 / p99 83 / 1,093 ms with every record, 64 / 135 ms with none, bench federation suite). The
+ * publisher announces what it publishes at any size (decisions.md: every published function is
+ * announced as a provider record).
  */
 export const ANNOUNCE_PROVIDERS_ABOVE = 20
 /** members asked at once when the code is looked for among all of them (kad-dht's alpha) */
@@ -100,13 +102,13 @@ export class CodeProvider {
     this.announceAbove = c.announceProvidersAbove ?? ANNOUNCE_PROVIDERS_ABOVE
   }
 
-  /** Whether provider records are made: the federation (with this node) has more than `announceAbove` nodes. */
+  /** Whether fetchers' provider records are made: the federation (with this node) has more than `announceAbove` nodes. */
   private get recording(): boolean {
     return this.c.node.members().length + 1 > this.announceAbove
   }
 
-  /** Queues `digest`'s provider record when the federation is large enough for records (see ANNOUNCE_PROVIDERS_ABOVE). */
-  private announce(digest: string): void {
+  /** Queues the provider record of a digest this node fetched, when the federation is large enough for them (see ANNOUNCE_PROVIDERS_ABOVE). */
+  private announceFetched(digest: string): void {
     if (this.recording) this.announcer.enqueue(digest)
   }
 
@@ -123,16 +125,17 @@ export class CodeProvider {
     // every member: ~half the federation's CPU per publish, measured), and nothing needs it then:
     // every member learns the publisher from the signed change and asks it first (`holders`)
     this.unsubscribe.push(replica.onLocalChange((change) => {
-      if (node.started && change.kind !== 'branch' && change.op === 'added') this.announce(change.fn.content_digest)
+      if (node.started && change.kind !== 'branch' && change.op === 'added') this.announcer.enqueue(change.fn.content_digest)
     }))
-    // the federation grew past the size where records help: announce what this node holds
+    // what it published at any size; what it fetched too once the federation is past k nodes, and
+    // when it grows past them
     let wasRecording = this.recording
     this.unsubscribe.push(node.onMember(() => {
       const now = this.recording
       if (now && !wasRecording) void this.provideAll()
       wasRecording = now
     }))
-    if (wasRecording) void this.provideAll()
+    void this.provideAll()
     this.announcer.start()
   }
 
@@ -153,17 +156,19 @@ export class CodeProvider {
     return provideQuietly(this.c.node, this.log, digest)
   }
 
+  /** Announces the code this node holds: all of it past k nodes, what it published below. */
   private async provideAll(): Promise<void> {
     const digests = new Set<string>()
-    for await (const fn of this.heldVersions()) if (fn.deleted_at === undefined && fn.source_code !== '') digests.add(fn.content_digest)
+    const ownOnly = !this.recording
+    for await (const fn of this.heldVersions(ownOnly)) if (fn.deleted_at === undefined && fn.source_code !== '') digests.add(fn.content_digest)
     for (const d of digests) await this.provide(d)
   }
 
-  private async *heldVersions(): AsyncGenerator<FunctionVersion> {
+  private async *heldVersions(ownOnly: boolean): AsyncGenerator<FunctionVersion> {
     // every version this node recorded or applied is in the replica's change log
     const batch = await this.c.replica.changesSince({})
     for (const c of [...batch.added, ...batch.updated]) {
-      if (c.kind === 'branch') continue
+      if (c.kind === 'branch' || (ownOnly && c.origin !== this.c.node.peerId)) continue
       const found = await this.c.replica.localVersion(c.fn.tenant_id, c.fn.rufid_short, c.fn.version)
       if (found) yield found
     }
@@ -228,7 +233,7 @@ export class CodeProvider {
         }
         // this node holds it now (the caller stores it): a provider when the server says so (a
         // member without the rule says nothing: announce, as before)
-        if (answer.announce !== false) this.announce(contentDigest)
+        if (answer.announce !== false) this.announceFetched(contentDigest)
         return answer.source_code
       } catch (err) {
         this.log.debug({ peer_id: peerId, err }, 'code fetch failed')
