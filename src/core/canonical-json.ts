@@ -11,7 +11,13 @@ export function canonicalJson(value: unknown): string {
     if (s === undefined) throw new TypeError(`${typeof value} is not JSON`)
     return s
   }
-  if (Array.isArray(value)) return '[' + value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',') + ']'
+  if (Array.isArray(value)) {
+    // a hole or an undefined element is null, as JSON.stringify writes it (map + join wrote a hole as
+    // nothing: `[1,,2]`, not JSON)
+    let out = '['
+    for (let i = 0; i < value.length; i++) out += (i > 0 ? ',' : '') + (value[i] === undefined ? 'null' : canonicalJson(value[i]))
+    return out + ']'
+  }
   const record = value as Record<string, unknown>
   const keys = Object.keys(record).filter((k) => record[k] !== undefined).sort(compareUtf16)
   return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJson(record[k])).join(',') + '}'
@@ -32,8 +38,71 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * Throws TypeError naming the JSON pointer of the first value that has no canonical form.
  */
 export function canonicalJsonStrict(value: unknown): string {
+  try {
+    return strictText(value)
+  } catch (err) {
+    if (err !== NOT_PLAIN) throw err
+  }
+  // the value has no canonical form: the checking walk names the first place why
   assertPlainJson(value, [])
   return canonicalJson(value)
+}
+
+/** Thrown by `strictText` where the value is not plain JSON (the caller then finds out where). */
+const NOT_PLAIN = Symbol('not plain JSON')
+/** A string JSON writes as it is between quotes: printable ASCII but `"` and `\`. */
+const VERBATIM = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
+
+/**
+ * `canonicalJson` of a value `assertPlainJson` accepts, in one walk that checks as it writes (the
+ * check and the writing were two walks, and the writing used `JSON.stringify` for every number,
+ * string and member name); anything else throws NOT_PLAIN. The same text: numbers by ToString
+ * (what JSON.stringify uses for finite numbers), strings and names by JSON.stringify unless they
+ * are printable ASCII without `"` or `\`, members sorted by UTF-16 code units (the default sort),
+ * `undefined` members left out, array holes written as null (as JSON.stringify writes them).
+ */
+function strictText(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      return quoted(value)
+    case 'number':
+      if (!Number.isFinite(value)) throw NOT_PLAIN
+      return String(value)
+    case 'boolean':
+      return value ? 'true' : 'false'
+    case 'object': {
+      if (value === null) return 'null'
+      if (Array.isArray(value)) {
+        let out = '['
+        for (let i = 0; i < value.length; i++) {
+          if (i > 0) out += ','
+          out += i in value ? strictText(value[i]) : 'null'
+        }
+        return out + ']'
+      }
+      const proto: unknown = Object.getPrototypeOf(value)
+      if (proto !== Object.prototype && proto !== null) throw NOT_PLAIN
+      const record = value as Record<string, unknown>
+      const keys = Object.keys(record).sort()
+      let out = '{'
+      let first = true
+      for (const k of keys) {
+        const v = record[k]
+        if (v === undefined) continue
+        out += (first ? '' : ',') + quoted(k) + ':' + strictText(v)
+        first = false
+      }
+      return out + '}'
+    }
+    default:
+      throw NOT_PLAIN
+  }
+}
+
+function quoted(s: string): string {
+  if (VERBATIM.test(s)) return '"' + s + '"'
+  if (LONE_SURROGATE.test(s)) throw NOT_PLAIN
+  return JSON.stringify(s)
 }
 
 /**
