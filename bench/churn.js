@@ -371,6 +371,15 @@ export async function runChurn(options = {}) {
           const victims = stable().filter((x) => x.name !== 'node1')
           const victim = pick(victims.filter((x) => publishers.has(x.name))) ?? pick(victims)
           changing.add(victim.name)
+          if (action === 'leave') {
+            // its code outlives it where another node holds it: make sure one does, as a caller
+            // elsewhere would have (the second holder after a publish can miss: the publisher may
+            // have been down for a restart just then)
+            for (const e of published.filter((p) => p.publisher === victim.name && ![...p.holders].some((h) => h !== victim.name && live().some((x) => x.name === h)))) {
+              const other = pick(stable().filter((x) => x.name !== victim.name))
+              if (other) executions.push({ ...(await executeOn(other, e)), kind: 'second_holder' })
+            }
+          }
           await stopNode(victim)
           if (action === 'leave') {
             left.add(victim.name)
