@@ -4,28 +4,7 @@
  * JCS specifies). `undefined` members are omitted as JSON.stringify omits them.
  */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') {
-    if (typeof value === 'number' && !Number.isFinite(value)) throw new TypeError('non-finite number in JSON')
-    if (typeof value === 'bigint') throw new TypeError('bigint in JSON')
-    const s = JSON.stringify(value)
-    if (s === undefined) throw new TypeError(`${typeof value} is not JSON`)
-    return s
-  }
-  if (Array.isArray(value)) {
-    // a hole or an undefined element is null, as JSON.stringify writes it (map + join wrote a hole as
-    // nothing: `[1,,2]`, not JSON)
-    let out = '['
-    for (let i = 0; i < value.length; i++) out += (i > 0 ? ',' : '') + (value[i] === undefined ? 'null' : canonicalJson(value[i]))
-    return out + ']'
-  }
-  const record = value as Record<string, unknown>
-  const keys = Object.keys(record).filter((k) => record[k] !== undefined).sort(compareUtf16)
-  return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJson(record[k])).join(',') + '}'
-}
-
-function compareUtf16(a: string, b: string): number {
-  // JavaScript string comparison is by UTF-16 code units, as RFC 8785 §3.2.3 requires
-  return a < b ? -1 : a > b ? 1 : 0
+  return written(value, false)
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
@@ -39,7 +18,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  */
 export function canonicalJsonStrict(value: unknown): string {
   try {
-    return strictText(value)
+    return written(value, true)
   } catch (err) {
     if (err !== NOT_PLAIN) throw err
   }
@@ -48,25 +27,26 @@ export function canonicalJsonStrict(value: unknown): string {
   return canonicalJson(value)
 }
 
-/** Thrown by `strictText` where the value is not plain JSON (the caller then finds out where). */
+/** Thrown by the strict writer where the value is not plain JSON (the caller then finds out where). */
 const NOT_PLAIN = Symbol('not plain JSON')
 /** A string JSON writes as it is between quotes: printable ASCII but `"` and `\`. */
 const VERBATIM = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
 
 /**
- * `canonicalJson` of a value `assertPlainJson` accepts, in one walk that checks as it writes (the
- * check and the writing were two walks, and the writing used `JSON.stringify` for every number,
- * string and member name); anything else throws NOT_PLAIN. The same text: numbers by ToString
- * (what JSON.stringify uses for finite numbers), strings and names by JSON.stringify unless they
- * are printable ASCII without `"` or `\`, members sorted by UTF-16 code units (the default sort),
+ * The canonical text of both functions, in one walk. Numbers by ToString (what JSON.stringify uses
+ * for finite numbers), strings and names by JSON.stringify unless they are printable ASCII without
+ * `"` or `\`, members sorted by UTF-16 code units (the default sort, as RFC 8785 §3.2.3 requires),
  * `undefined` members left out, array holes written as null (as JSON.stringify writes them).
+ * `strict` (canonicalJsonStrict; it was a second, checking walk): what `assertPlainJson` refuses
+ * throws NOT_PLAIN. Otherwise (canonicalJson): any object is written by its own keys, an undefined
+ * array element is null, a lone surrogate is escaped, and a value JSON cannot hold is a TypeError.
  */
-function strictText(value: unknown): string {
+function written(value: unknown, strict: boolean): string {
   switch (typeof value) {
     case 'string':
-      return quoted(value)
+      return quoted(value, strict)
     case 'number':
-      if (!Number.isFinite(value)) throw NOT_PLAIN
+      if (!Number.isFinite(value)) throw strict ? NOT_PLAIN : new TypeError('non-finite number in JSON')
       return String(value)
     case 'boolean':
       return value ? 'true' : 'false'
@@ -76,32 +56,42 @@ function strictText(value: unknown): string {
         let out = '['
         for (let i = 0; i < value.length; i++) {
           if (i > 0) out += ','
-          out += i in value ? strictText(value[i]) : 'null'
+          const v: unknown = value[i]
+          if (v !== undefined) out += written(v, strict)
+          else if (strict && i in value) throw NOT_PLAIN
+          else out += 'null'
         }
         return out + ']'
       }
-      const proto: unknown = Object.getPrototypeOf(value)
-      if (proto !== Object.prototype && proto !== null) throw NOT_PLAIN
+      if (strict) {
+        const proto: unknown = Object.getPrototypeOf(value)
+        if (proto !== Object.prototype && proto !== null) throw NOT_PLAIN
+      }
       const record = value as Record<string, unknown>
-      const keys = Object.keys(record).sort()
       let out = '{'
       let first = true
-      for (const k of keys) {
+      for (const k of Object.keys(record).sort()) {
         const v = record[k]
-        if (v === undefined) continue
-        out += (first ? '' : ',') + quoted(k) + ':' + strictText(v)
+        if (v === undefined) {
+          // left out, but its name is still checked (as the checking walk always did)
+          if (strict) quoted(k, true)
+          continue
+        }
+        out += (first ? '' : ',') + quoted(k, strict) + ':' + written(v, strict)
         first = false
       }
       return out + '}'
     }
+    case 'bigint':
+      throw strict ? NOT_PLAIN : new TypeError('bigint in JSON')
     default:
-      throw NOT_PLAIN
+      throw strict ? NOT_PLAIN : new TypeError(`${typeof value} is not JSON`)
   }
 }
 
-function quoted(s: string): string {
+function quoted(s: string, strict: boolean): string {
   if (VERBATIM.test(s)) return '"' + s + '"'
-  if (LONE_SURROGATE.test(s)) throw NOT_PLAIN
+  if (strict && LONE_SURROGATE.test(s)) throw NOT_PLAIN
   return JSON.stringify(s)
 }
 

@@ -1,6 +1,7 @@
-// canonicalJsonStrict writes in one walk that checks as it goes; the reference is the two walks it
-// replaced (assertPlainJson, then canonicalJson): the same text for every plain JSON value, and the
-// same TypeError (message included) for every value without a canonical form.
+// canonicalJson and canonicalJsonStrict share one writer, and the strict one checks as it writes;
+// the reference below is the code they replaced (JSON.stringify per value, then for the strict one
+// a checking walk first): the same text for every value, and for every value without a canonical
+// form the same TypeError, message included.
 import { describe, expect, it } from 'vitest'
 import { canonicalJson, canonicalJsonStrict } from '../../src/core/canonical-json.js'
 
@@ -43,22 +44,70 @@ function value(r: () => number, depth: number): unknown {
   }
 }
 
-/** canonicalJsonStrict's answer: its text, or its error's message */
-function strict(v: unknown): { text?: string; error?: string } {
+/** The replaced canonicalJson (a hole written as null, as JSON.stringify writes it). */
+function referenceJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') {
+    if (typeof value === 'number' && !Number.isFinite(value)) throw new TypeError('non-finite number in JSON')
+    if (typeof value === 'bigint') throw new TypeError('bigint in JSON')
+    const s = JSON.stringify(value)
+    if (s === undefined) throw new TypeError(`${typeof value} is not JSON`)
+    return s
+  }
+  if (Array.isArray(value)) return '[' + Array.from(value, (v) => (v === undefined ? 'null' : referenceJson(v))).join(',') + ']'
+  const record = value as Record<string, unknown>
+  const keys = Object.keys(record).filter((k) => record[k] !== undefined).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+  return '{' + keys.map((k) => JSON.stringify(k) + ':' + referenceJson(record[k])).join(',') + '}'
+}
+
+const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** The replaced checking walk of canonicalJsonStrict, pointers and messages as they were. */
+function referenceCheck(value: unknown, pointer: string): void {
+  if (value === null || typeof value === 'boolean') return
+  if (typeof value === 'string') {
+    if (LONE.test(value)) throw new TypeError(`lone surrogate in the string at '${pointer}'`)
+    return
+  }
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new TypeError(`non-finite number at '${pointer}'`)
+    return
+  }
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => referenceCheck(v, `${pointer}/${i}`))
+    return
+  }
+  if (typeof value === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(value))) {
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      const at = `${pointer}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`
+      if (LONE.test(k)) throw new TypeError(`lone surrogate in the member name at '${at}'`)
+      if (v !== undefined) referenceCheck(v, at)
+    }
+    return
+  }
+  throw new TypeError(`${value === undefined ? 'undefined' : typeof value === 'object' ? 'a non-plain object' : typeof value} at '${pointer}' is not JSON`)
+}
+
+/** A function's answer: its text, or its error's message */
+function answer(f: () => string): { text?: string; error?: string } {
   try {
-    return { text: canonicalJsonStrict(v) }
+    return { text: f() }
   } catch (err) {
     return { error: (err as Error).message }
   }
 }
 
-describe('canonicalJsonStrict (one walk)', () => {
-  it('writes what canonicalJson writes for 5,000 random plain values, and refuses the same values with the same message', () => {
+describe('canonicalJson and canonicalJsonStrict (one writer)', () => {
+  it('write what the replaced code wrote for 5,000 random values, and refuse the same values with the same message', () => {
     let accepted = 0
     let refused = 0
     for (let seed = 1; seed <= 5_000; seed++) {
       const v = value(rng(seed), 0)
-      const got = strict(v)
+      expect(answer(() => canonicalJson(v)), `seed ${seed}`).toEqual(answer(() => referenceJson(v)))
+      const got = answer(() => canonicalJsonStrict(v))
+      expect(got, `seed ${seed}`).toEqual(answer(() => {
+        referenceCheck(v, '')
+        return referenceJson(v)
+      }))
       if (got.text !== undefined) {
         accepted++
         expect(got.text, `seed ${seed}`).toBe(canonicalJson(v))
@@ -83,6 +132,8 @@ describe('canonicalJsonStrict (one walk)', () => {
     expect(canonicalJsonStrict([1, , 2])).toBe('[1,null,2]') // a hole is null, as JSON.stringify writes it
     expect(() => canonicalJsonStrict({ a: [1, { b: NaN }] })).toThrow("non-finite number at '/a/1/b'")
     expect(() => canonicalJsonStrict({ a: ['\ud800'] })).toThrow("lone surrogate in the string at '/a/0'")
+    // a member left out for its undefined value still has its name checked
+    expect(() => canonicalJsonStrict({ ok: 1, '\ud800': undefined })).toThrow("lone surrogate in the member name at '/\ud800'")
     expect(() => canonicalJsonStrict([undefined])).toThrow("undefined at '/0' is not JSON")
     expect(() => canonicalJsonStrict({ d: new Date(0) })).toThrow("a non-plain object at '/d' is not JSON")
   })
