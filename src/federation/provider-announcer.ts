@@ -18,10 +18,11 @@ export interface ProviderAnnouncerComponents {
 }
 
 /**
- * Makes the nodes that hold a function's code (its publisher, and the first nodes that fetched it
- * from a holder: code-provider.ts `serveCode`) its providers, so that code outlives its publisher
- * and is found in O(log N) DHT hops rather than by asking members one by one. (The publisher announced at once until 2026-11-25: at 20 members
- * that doubled the federation's CPU per publish, during the publish's own gossip.)
+ * Makes the nodes that hold a function's code (its publisher, and past 20 members the first nodes
+ * that fetched it from a holder: code-provider.ts) its providers, so that code outlives its
+ * publisher and is found in O(log N) DHT hops rather than by asking members one by one. (The
+ * publisher announced at once until 2026-11-25: at 20 members that doubled the federation's CPU
+ * per publish, during the publish's own gossip.)
  *
  * Announcing at the moment of the fetch costs what the issue measured (5 nodes: publish → resolvable
  * everywhere p99 113 → 934 ms): a publish makes every node that runs the function fetch it within
@@ -31,7 +32,8 @@ export interface ProviderAnnouncerComponents {
  * then, and the nodes' announcements spread out), and the queue is announced one digest at a time.
  * A digest is announced once per run; kad-dht's reprovider refreshes the record (every 24 h of its
  * 48 h validity) while the node holds the code, and the record expires when the node is gone. At
- * start the node announces all it holds (Federation.provideAll), fetched code included.
+ * start the node announces again what it published, and past 20 members all the code it holds
+ * (CodeProvider.provideAll).
  */
 export class ProviderAnnouncer {
   private readonly pending = new Map<string, number>() // digest → when due (ms)
