@@ -1,10 +1,13 @@
 // Receipts on every execution and the result cache of deterministic functions, in-process: a real
 // engine (memory LevelDB), a real sandbox (isolated-vm worker), a signer over a libp2p key with a
 // certificate from a test federation CA.
+import { MemoryLevel } from 'memory-level'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { SvcError } from '../../src/core/errors.js'
 import { argumentsDigest, isReceiptError, receiptDigest, resultDigest, verifyReceipt, type Receipt } from '../../src/core/receipt.js'
 import { resultCacheKey, type Engine, type EngineComponents, type ExecutionEvent, type ExecutionRecord } from '../../src/engine/index.js'
 import { ResultKeys } from '../../src/engine/executions/result-cache.js'
+import type { LevelDatabase } from '../../src/engine/storage/catalog-store.js'
 import { DETERMINISTIC_EPOCH_MS } from '../../src/engine/sandbox/js-prelude.js'
 import { issueNodeCertificate } from '../../src/federation/certificates.js'
 import { receiptSignerOf } from '../../src/federation/receipt-signer.js'
@@ -113,6 +116,46 @@ describe('receipts and the result cache (engine)', () => {
     const metrics = await engine.metrics.registry.getSingleMetricAsString('svc_result_cache_lookups_total')
     expect(metrics).toMatch(/result="hit"} [1-9]/)
     expect(metrics).toMatch(/result="miss"} [1-9]/)
+  })
+
+  it('answers a hit before its bookkeeping, which runs right after: record, usage and event are there for whoever reads them', async () => {
+    const db = new MemoryLevel<string, unknown>({ valueEncoding: 'json' }) as unknown as LevelDatabase
+    // the suite's sandbox, not stopped with this engine
+    const borrowed: EngineComponents['sandbox'] = { start: async () => undefined, stop: async () => undefined, execute: (req) => sandbox.execute(req) }
+    const own = (await createTestEngine({ sandbox: borrowed, db })).engine
+    try {
+      const { rufid } = await own.functions.create(dev, { ...addJs, function_name: 'addKept', source_code: 'function addKept(a, b) { return a + b }', manifest: manifest('addKept', { deterministic: true }) })
+      const target = own.functions.target(dev, rufid)
+      await own.executions.execute(dev, target, { a: 1, b: 1 })
+      const seen: ExecutionEvent[] = []
+      own.events.on('execution', (e) => seen.push(e))
+      const hits = [await own.executions.execute(dev, target, { a: 1, b: 1 }), await own.executions.execute(dev, target, { a: 1, b: 1 })]
+      expect(hits.map((h) => h.cached)).toEqual([true, true])
+      // read at once (no event-loop turn in between): the reader runs the waiting bookkeeping first
+      expect(await own.executions.get(dev, hits[1]!.execution_id)).toMatchObject({ cached: true, result: 2 })
+      expect((await own.executions.usageOf((await own.functions.resolve(dev, target)).fn)).usage_count).toBe(3)
+      expect(seen.map((e) => e.execution_id)).toEqual(hits.map((h) => h.execution_id))
+      // without a reader, one turn later
+      const third = await own.executions.execute(dev, target, { a: 1, b: 1 })
+      await new Promise((r) => setImmediate(r))
+      expect(seen.at(-1)).toMatchObject({ execution_id: third.execution_id, cached: true })
+      // a hit the node cannot record is refused (1010), as every write is on a full disk, not answered and lost
+      const full = new SvcError('SERVICE_UNAVAILABLE', 'the node cannot write: its disk is full', { details: { reason: 'disk_full' } });
+      (db as unknown as { assertWritable(): void }).assertWritable = () => { throw full }
+      expect((await rejectionOf(own.executions.execute(dev, target, { a: 1, b: 1 }))).code).toBe(1010)
+      delete (db as unknown as { assertWritable?: unknown }).assertWritable
+      // a hit answered just before the node stops is written by the stop
+      const last = await own.executions.execute(dev, target, { a: 1, b: 1 })
+      await own.stop()
+      const again = (await createTestEngine({ sandbox: borrowed, db })).engine
+      try {
+        expect(await again.executions.get(dev, last.execution_id)).toMatchObject({ cached: true, result: 2 })
+      } finally {
+        await again.stop()
+      }
+    } finally {
+      await own.stop()
+    }
   })
 
   it('answers asynchronous executions of a deterministic function from the cache too, and fills it from them', async () => {

@@ -136,6 +136,19 @@ export class CatalogStore {
     }
   }
 
+  /**
+   * Whether execution records are acknowledged before they are written (group commit on:
+   * `executionFlushMs` > 0), so a caller may also answer before it hands a record over.
+   */
+  get executionsQueued(): boolean {
+    return this.executionFlushMs > 0
+  }
+
+  /** Throws what `putExecution` would reject with now (1010 on a full disk), for a caller that answers first and puts after. */
+  assertExecutionsWritable(): void {
+    (this.db as { assertWritable?(): void }).assertWritable?.()
+  }
+
   /** Writes the execution records and statistics still waiting; resolves when they are written. */
   flushExecutions(): Promise<void> {
     return this.executionLog.flush()
@@ -285,7 +298,7 @@ export class CatalogStore {
     // queued writes are acknowledged before they reach LevelDB: refused now when it cannot write
     // (a NodeDatabase on a full disk), not lost at the flush
     try {
-      (this.db as { assertWritable?(): void }).assertWritable?.()
+      this.assertExecutionsWritable()
     } catch (err) {
       return Promise.reject(err)
     }
