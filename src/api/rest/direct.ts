@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { SvcError } from '../../core/errors.js'
 import type { OperationEnvelope, OperationName } from '../../engine/index.js'
 import { sendError, type RestContext, type RestRoute, type RouteMiddleware } from './operation.js'
+import { jsonText } from './presenters.js'
 
 /**
  * The direct routes of the REST door: the hot routes (`direct: true`: execute, resolve) answered
@@ -145,7 +146,7 @@ class DirectContext {
   respond(): void {
     const res = this.res
     if (res.writableEnded || res.destroyed) return
-    const body = this.body === undefined ? '' : JSON.stringify(this.body)
+    const body = this.body === undefined ? '' : jsonText(this.body)
     res.statusCode = this.status
     for (const name in this.headers) res.setHeader(name, this.headers[name]!)
     if (this.body !== undefined) res.setHeader('Content-Type', 'application/json; charset=utf-8')
