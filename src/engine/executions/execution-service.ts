@@ -70,6 +70,7 @@ export class ExecutionService {
   /** result keys of recent deterministic calls */
   private readonly keys = new ResultKeys()
   private lookups = { hits: 0, total: 0 }
+  private readonly lookupCounters: Partial<Record<'hit' | 'remote_hit' | 'miss', { inc(): void }>> = {}
   /**
    * Cached answers' bookkeeping (usage statistics, the stored record, the `/ws` event) waiting to
    * run: a hit answers first, and this runs right after its answer is written (setImmediate, in
@@ -245,7 +246,9 @@ export class ExecutionService {
   }
 
   private countLookup(result: 'hit' | 'remote_hit' | 'miss'): void {
-    this.c.metrics.resultCacheLookups.inc({ result })
+    // the labelled counter, looked up once (prom-client hashes the labels on every `inc(labels)`)
+    const counter = (this.lookupCounters[result] ??= this.c.metrics.resultCacheLookups.labels({ result }))
+    counter.inc()
     this.lookups.total++
     if (result !== 'miss') this.lookups.hits++
     this.c.metrics.resultCacheHitsRatio.set(this.lookups.hits / this.lookups.total)
@@ -255,7 +258,10 @@ export class ExecutionService {
    * An answer from a stored result: a new execution record (`cached: true`) with the stored result
    * and the receipt of the execution that computed it, unchanged; nothing runs.
    */
-  private async answerFromCache(principal: Principal, fn: FunctionVersion, entry: CachedResult, how: 'hit' | 'remote_hit', started: number, started_at: string, id?: string): Promise<ExecutionRecord> {
+  private answerFromCache(principal: Principal, fn: FunctionVersion, entry: CachedResult, how: 'hit' | 'remote_hit', started: number, started_at: string, id?: string): ExecutionRecord | Promise<ExecutionRecord> {
+    // synchronous once the function's statistics are loaded (no promise for the caller to await)
+    const stats = this.stats.get(statsKey(fn))
+    if (stats === undefined) return this.loadStats(fn).then(() => this.answerFromCache(principal, fn, entry, how, started, started_at, id))
     const { store } = this.c
     // with group commit on, the record is acknowledged before it is written anyway: the answer
     // goes first and the bookkeeping right after it (a fifth of a hit's time on the request's
@@ -277,11 +283,11 @@ export class ExecutionService {
     // refers to it by this digest; the event carries it)
     if (receipt !== null) entry.receiptDigest ??= receiptDigest(receipt)
     const digest = entry.receiptDigest
-    const stats = this.stats.get(statsKey(fn)) ?? await this.loadStats(fn)
     if (!answerFirst) {
-      await store.putExecution(record, this.recordUsage(record, stats), digest)
-      this.publish(fn, record, digest)
-      return record
+      return store.putExecution(record, this.recordUsage(record, stats), digest).then(() => {
+        this.publish(fn, record, digest)
+        return record
+      })
     }
     this.afterAnswer(() => {
       // rejects only when the disk filled since the check above: that record is lost, as the
