@@ -35,12 +35,23 @@ export const ANNOUNCE_PROVIDERS_ABOVE = 20
 /** members asked at once when the code is looked for among all of them (kad-dht's alpha) */
 const MEMBER_WAVE = 10
 
-/** Announces this node as a provider of `digest` (DHT provider record); a failure is only logged. */
-export async function provideQuietly(node: FederationNode, log: FederationLogger, digest: string): Promise<void> {
-  try {
-    await node.provide(digest)
-  } catch (err) {
-    log.debug({ err, digest }, 'provide failed')
+/** digests per provider-record batch made at start (`provideQuietly`) */
+const START_BATCH = 1_000
+
+/**
+ * Announces this node as a provider of each of `digests` (DHT provider records, in batches:
+ * `FederationNode.provideMany`); a failure is only logged.
+ */
+export async function provideQuietly(node: FederationNode, log: FederationLogger, digests: Iterable<string>): Promise<void> {
+  const all = [...new Set(digests)]
+  for (let i = 0; i < all.length; i += START_BATCH) {
+    const batch = all.slice(i, i + START_BATCH)
+    try {
+      const { announced } = await node.provideMany(batch)
+      if (announced.length < batch.length) log.debug({ digests: batch.length, announced: announced.length }, 'provide failed')
+    } catch (err) {
+      log.debug({ err, digests: batch.length }, 'provide failed')
+    }
   }
 }
 
@@ -97,7 +108,7 @@ export class CodeProvider {
 
   constructor(private readonly c: CodeProviderComponents) {
     this.log = c.logger ?? noopLogger
-    this.announcer = new ProviderAnnouncer({}, { provide: (digest, timeoutMs) => c.node.provide(digest, timeoutMs), logger: this.log })
+    this.announcer = new ProviderAnnouncer({}, { provideMany: (digests, timeoutMs) => c.node.provideMany(digests, timeoutMs), logger: this.log })
     this.announcingFetchers = c.announcingFetchers ?? ANNOUNCING_FETCHERS
     this.announceAbove = c.announceProvidersAbove ?? ANNOUNCE_PROVIDERS_ABOVE
   }
@@ -152,16 +163,12 @@ export class CodeProvider {
     if (this.holders.size > MAX_HOLDER_HINTS) this.holders.delete(this.holders.keys().next().value!)
   }
 
-  private provide(digest: string): Promise<void> {
-    return provideQuietly(this.c.node, this.log, digest)
-  }
-
   /** Announces the code this node holds: all of it past k nodes, what it published below. */
   private async provideAll(): Promise<void> {
     const digests = new Set<string>()
     const ownOnly = !this.recording
     for await (const fn of this.heldVersions(ownOnly)) if (fn.deleted_at === undefined && fn.source_code !== '') digests.add(fn.content_digest)
-    for (const d of digests) await this.provide(d)
+    await provideQuietly(this.c.node, this.log, digests)
   }
 
   private async *heldVersions(ownOnly: boolean): AsyncGenerator<FunctionVersion> {
