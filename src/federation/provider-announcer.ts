@@ -44,6 +44,8 @@ export interface ProviderAnnouncerComponents {
 export class ProviderAnnouncer {
   private readonly pending = new Map<string, number>() // digest → when due (ms)
   private readonly announced = new Set<string>()
+  /** the batch being announced (neither waiting nor announced yet: not queued again meanwhile) */
+  private inFlight: ReadonlySet<string> = new Set()
   private timer: NodeJS.Timeout | undefined
   private draining: Promise<void> | undefined
   private running = false
@@ -79,7 +81,7 @@ export class ProviderAnnouncer {
 
   /** Whether `digest` waits for its announcement or was announced in this run. */
   has(digest: string): boolean {
-    return this.pending.has(digest) || this.announced.has(digest)
+    return this.pending.has(digest) || this.inFlight.has(digest) || this.announced.has(digest)
   }
 
   /** How many digests wait for their announcement. */
@@ -89,7 +91,7 @@ export class ProviderAnnouncer {
 
   /** This node now holds the content with `digest` (it fetched it): announce it, later. */
   enqueue(digest: string): void {
-    if (!this.running || this.announced.has(digest) || this.pending.has(digest)) return
+    if (!this.running || this.has(digest)) return
     if (this.pending.size >= this.maxPending) this.pending.delete(this.pending.keys().next().value!)
     this.pending.set(digest, Date.now() + this.delayMs + Math.random() * this.delayMs)
     this.arm()
@@ -123,6 +125,7 @@ export class ProviderAnnouncer {
       }
       if (due.length === 0) return
       for (const d of due) this.pending.delete(d)
+      this.inFlight = new Set(due)
       try {
         const { announced } = await this.c.provideMany(due, this.timeoutMs)
         this.batches++
@@ -134,6 +137,8 @@ export class ProviderAnnouncer {
         if (announced.length < due.length) this.c.logger.debug({ digests: due.length, announced: announced.length }, 'provider announcements failed')
       } catch (err) {
         this.c.logger.debug({ err, digests: due.length }, 'provider announcement failed')
+      } finally {
+        this.inFlight = new Set()
       }
     }
   }

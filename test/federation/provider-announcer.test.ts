@@ -90,13 +90,19 @@ describe('ProviderAnnouncer', () => {
       if (batches.length === 1) await held
     })
     a.enqueue('a')
-    for (let i = 0; i < 100 && batches.length < 1; i++) await sleep(10)
-    expect(batches).toEqual([['a']])
-    // due while the first batch is in flight: they wait for it, then go together
-    for (const d of ['b', 'c', 'd', 'e']) a.enqueue(d)
-    await sleep(150)
-    expect(batches).toHaveLength(1)
-    release()
+    try {
+      for (let i = 0; i < 100 && batches.length < 1; i++) await sleep(10)
+      expect(batches).toEqual([['a']])
+      // due while the first batch is in flight: they wait for it, then go together
+      for (const d of ['b', 'c', 'd', 'e']) a.enqueue(d)
+      a.enqueue('a') // in flight: not queued again
+      expect(a.waiting).toBe(4)
+      expect(a.has('a')).toBe(true)
+      await sleep(150)
+      expect(batches).toHaveLength(1)
+    } finally {
+      release() // a failed assertion must not leave the batch held (stop() waits for it)
+    }
     for (let i = 0; i < 100 && batches.length < 3; i++) await sleep(10)
     expect(batches.slice(1)).toEqual([['b', 'c', 'd'], ['e']])
     expect(a.count).toBe(5)
