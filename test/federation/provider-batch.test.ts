@@ -6,23 +6,30 @@ import { createHash } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFederationCa, issueNodeCertificate } from '../../src/federation/certificates.js'
 import { KAD_DHT_K, kadDhtBatchWriter } from '../../src/federation/kad-dht-internals.js'
-import { cidOfDigest, DHT_PROTOCOL, type FederationNode } from '../../src/federation/node.js'
+import { cidOfDigest, DHT_PROTOCOL, type FederationNode, type ProvideManyResult } from '../../src/federation/node.js'
 import { newIdentity, startNode, waitFor } from './fixtures.js'
 
 const digestOf = (text: string): string => createHash('sha256').update(text).digest('hex')
 const digests = (label: string, n: number): string[] => Array.from({ length: n }, (_, i) => digestOf(`${label} ${i}`))
 
-/** Counts the DHT streams each node accepts from `from` (libp2p middleware, after the membership gate). */
-function countDhtStreams(nodes: FederationNode[], from: FederationNode): { counts: Map<string, number>; stop(): void } {
-  const counts = new Map<string, number>()
+/**
+ * `from.provideMany(batch)`, counting the DHT streams each of `nodes` accepts from `from` meanwhile
+ * (libp2p middleware, after the membership gate).
+ */
+async function provideCountingStreams(from: FederationNode, nodes: FederationNode[], batch: string[]): Promise<{ result: ProvideManyResult; streams: Map<string, number> }> {
+  const streams = new Map<string, number>()
   for (const n of nodes) {
-    counts.set(n.peerId, 0)
+    streams.set(n.peerId, 0)
     n.p2p.use(DHT_PROTOCOL, (stream: Stream, connection: Connection, next: (stream: Stream, connection: Connection) => void) => {
-      if (connection.remotePeer.toString() === from.peerId) counts.set(n.peerId, counts.get(n.peerId)! + 1)
+      if (connection.remotePeer.toString() === from.peerId) streams.set(n.peerId, streams.get(n.peerId)! + 1)
       next(stream, connection)
     })
   }
-  return { counts, stop: () => { for (const n of nodes) n.p2p.unuse(DHT_PROTOCOL) } }
+  try {
+    return { result: await from.provideMany(batch), streams }
+  } finally {
+    for (const n of nodes) n.p2p.unuse(DHT_PROTOCOL)
+  }
 }
 
 /** The providers of `digest` in `node`'s own kad-dht store (what its reprovider reads). */
@@ -55,17 +62,11 @@ describe('provider records in batches (4 members on loopback)', () => {
   it('a batch of 12 records reaches every member over one stream each, and each record is found', async () => {
     const [publisher, ...members] = nodes as [FederationNode, ...FederationNode[]]
     const batch = digests('batch', 12)
-    const spy = countDhtStreams(members, publisher)
-    let result
-    try {
-      result = await publisher.provideMany(batch)
-    } finally {
-      spy.stop()
-    }
+    const { result, streams } = await provideCountingStreams(publisher, members, batch)
     expect(result).toEqual({ path: 'members', announced: batch, reached: 3, failed: 0 })
-    // one stream per member, not one per record (the per-record path opens at least 12)
-    for (const m of members) expect(spy.counts.get(m.peerId), `streams to ${m.peerId}`).toBeLessThanOrEqual(2)
-    expect([...spy.counts.values()].reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(members.length)
+    // one stream per member, not one per record (the walk opens two per record: FIND_NODE, ADD_PROVIDER)
+    for (const m of members) expect(streams.get(m.peerId), `streams to ${m.peerId}`).toBeLessThanOrEqual(2)
+    expect([...streams.values()].reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(members.length)
     // the publisher's own record of each, as kad-dht's provide writes it (its reprovider refreshes those)
     for (const d of batch) expect(await ownStore(publisher, d)).toContain(publisher.peerId)
     // every member holds every record by the time provideMany resolved (the PING's echo), and finds it
@@ -80,17 +81,11 @@ describe('provider records in batches (4 members on loopback)', () => {
   it('past k nodes (here: a limit of 3 for 4 nodes) each record is made by a DHT walk, and is found', async () => {
     const others = nodes.filter((n) => n !== walker)
     const batch = digests('walk', 4)
-    const spy = countDhtStreams(others, walker)
-    let result
-    try {
-      result = await walker.provideMany(batch)
-    } finally {
-      spy.stop()
-    }
-    expect(result!.path).toBe('walk')
-    expect(result!.announced).toEqual(batch)
+    const { result, streams } = await provideCountingStreams(walker, others, batch)
+    expect(result.path).toBe('walk')
+    expect(result.announced).toEqual(batch)
     // a stream per record per member at least (the walk's ADD_PROVIDER), FIND_NODE queries besides
-    for (const m of others) expect(spy.counts.get(m.peerId)).toBeGreaterThanOrEqual(batch.length)
+    for (const m of others) expect(streams.get(m.peerId)).toBeGreaterThanOrEqual(batch.length)
     for (const m of others) {
       for (const d of batch) expect(await ownStore(m, d), `record of ${d} on ${m.peerId}`).toContain(walker.peerId)
       expect((await m.findProviders(batch[3]!, { timeoutMs: 3_000 })).map((p) => p.peerId)).toEqual([walker.peerId])
