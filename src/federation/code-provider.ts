@@ -25,22 +25,34 @@ const MAX_SERVED_DIGESTS = 10_000
  * Nodes that fetched code announce themselves as its providers only while the federation has more
  * nodes than this: kad-dht's bucket size (k = 20). Up to k nodes a DHT lookup reaches every member
  * anyway, so a fetcher's record finds nothing that asking the members at once does not; and the
- * records cost most of the federation's CPU per publish (each a DHT walk plus an ADD_PROVIDER to
- * every member at that size: 5 loopback daemons on 2 cores, publish → resolvable everywhere
- * p50 / p99 83 / 1,093 ms with every record, 64 / 135 ms with none, bench federation suite). The
- * publisher announces what it publishes at any size (decisions.md: every published function is
- * announced as a provider record).
+ * records cost most of the federation's CPU per publish (when each was a DHT walk plus a stream
+ * and an ADD_PROVIDER to every member at that size: 5 loopback daemons on 2 cores, publish →
+ * resolvable everywhere p50 / p99 83 / 1,093 ms with every record, 64 / 135 ms with none, bench
+ * federation suite; up to k nodes records now go in batches, one stream per member, but each is
+ * still a message and a store write on every member). The publisher announces what it publishes
+ * at any size (decisions.md: every published function is announced as a provider record).
  */
 export const ANNOUNCE_PROVIDERS_ABOVE = 20
 /** members asked at once when the code is looked for among all of them (kad-dht's alpha) */
 const MEMBER_WAVE = 10
 
-/** Announces this node as a provider of `digest` (DHT provider record); a failure is only logged. */
-export async function provideQuietly(node: FederationNode, log: FederationLogger, digest: string): Promise<void> {
-  try {
-    await node.provide(digest)
-  } catch (err) {
-    log.debug({ err, digest }, 'provide failed')
+/** digests per provider-record batch made at start (`provideQuietly`) */
+const START_BATCH = 1_000
+
+/**
+ * Announces this node as a provider of each of `digests` (DHT provider records, in batches:
+ * `FederationNode.provideMany`); a failure is only logged.
+ */
+export async function provideQuietly(node: FederationNode, log: FederationLogger, digests: Iterable<string>): Promise<void> {
+  const all = [...new Set(digests)]
+  for (let i = 0; i < all.length; i += START_BATCH) {
+    const batch = all.slice(i, i + START_BATCH)
+    try {
+      const { announced } = await node.provideMany(batch)
+      if (announced.length < batch.length) log.debug({ digests: batch.length, announced: announced.length }, 'provide failed')
+    } catch (err) {
+      log.debug({ err, digests: batch.length }, 'provide failed')
+    }
   }
 }
 
@@ -97,7 +109,7 @@ export class CodeProvider {
 
   constructor(private readonly c: CodeProviderComponents) {
     this.log = c.logger ?? noopLogger
-    this.announcer = new ProviderAnnouncer({}, { provide: (digest, timeoutMs) => c.node.provide(digest, timeoutMs), logger: this.log })
+    this.announcer = new ProviderAnnouncer({}, { provideMany: (digests, timeoutMs) => c.node.provideMany(digests, timeoutMs), logger: this.log })
     this.announcingFetchers = c.announcingFetchers ?? ANNOUNCING_FETCHERS
     this.announceAbove = c.announceProvidersAbove ?? ANNOUNCE_PROVIDERS_ABOVE
   }
@@ -121,9 +133,11 @@ export class CodeProvider {
     const { node, replica } = this.c
     await node.handleMembers(CODE_PROTOCOL, async (request, from) => this.serveCode(request as { tenant_id: string; rufid_short: string; version: number; content_digest: string }, from.peerId))
     // what this node publishes is announced by the announcer too, not at the publish: a provider
-    // record is a DHT walk plus an ADD_PROVIDER to each of the k closest members (at 20 members,
-    // every member: ~half the federation's CPU per publish, measured), and nothing needs it then:
-    // every member learns the publisher from the signed change and asks it first (`holders`)
+    // record reaches each of the k closest members (at 20 members, every member; made by kad-dht's
+    // provide, a walk plus a stream per member per record, it was ~half the federation's CPU per
+    // publish, measured), and nothing needs it then: every member learns the publisher from the
+    // signed change and asks it first (`holders`). The announcer sends what is due in one batch
+    // (up to k nodes one stream per member: FederationNode.provideMany)
     this.unsubscribe.push(replica.onLocalChange((change) => {
       if (node.started && change.kind !== 'branch' && change.op === 'added') this.announcer.enqueue(change.fn.content_digest)
     }))
@@ -152,16 +166,12 @@ export class CodeProvider {
     if (this.holders.size > MAX_HOLDER_HINTS) this.holders.delete(this.holders.keys().next().value!)
   }
 
-  private provide(digest: string): Promise<void> {
-    return provideQuietly(this.c.node, this.log, digest)
-  }
-
   /** Announces the code this node holds: all of it past k nodes, what it published below. */
   private async provideAll(): Promise<void> {
     const digests = new Set<string>()
     const ownOnly = !this.recording
     for await (const fn of this.heldVersions(ownOnly)) if (fn.deleted_at === undefined && fn.source_code !== '') digests.add(fn.content_digest)
-    for (const d of digests) await this.provide(d)
+    await provideQuietly(this.c.node, this.log, digests)
   }
 
   private async *heldVersions(ownOnly: boolean): AsyncGenerator<FunctionVersion> {
@@ -177,11 +187,11 @@ export class CodeProvider {
   /**
    * The code of a version this node holds, and whether the member that fetches it should announce
    * itself as a provider: yes for the first `announcingFetchers` distinct members served this
-   * digest (and again for them), no for the later ones. Each announcement is a DHT walk plus an
-   * ADD_PROVIDER to the closest members; when every member fetched every new function, as in a
-   * busy federation, one announcement per fetcher was most of the federation's CPU (5 loopback
-   * daemons on 2 cores: a sixth of the publishes took ~1 s to be resolvable everywhere, none with
-   * no announcements). A few records per digest already find a holder in O(log N) hops; a member
+   * digest (and again for them), no for the later ones. Each announcement (past k nodes, where
+   * fetchers announce) is a DHT walk plus an ADD_PROVIDER to the k closest members; when every
+   * member fetched every new function, as in a busy federation, one announcement per fetcher was
+   * most of the federation's CPU (5 loopback daemons on 2 cores: a sixth of the publishes took
+   * ~1 s to be resolvable everywhere, none with no announcements). A few records per digest already find a holder in O(log N) hops; a member
    * that was told no still serves the code to whoever asks it (the member scan).
    */
   private async serveCode(request: { tenant_id: string; rufid_short: string; version: number; content_digest: string }, from: string): Promise<{ source_code: string; announce: boolean }> {
@@ -213,7 +223,7 @@ export class CodeProvider {
    *
    * A publisher, and a node that fetched code when the member that served it says so (the first
    * ANNOUNCING_FETCHERS of each digest it serves), announce themselves as providers 5–10 s later,
-   * one digest at a time (provider-announcer.ts), so code outlives its publisher and is found in
+   * what is due in one batch (provider-announcer.ts), so code outlives its publisher and is found in
    * O(log N) hops; the member scan above stays the last resort.
    */
   async fetchCode(tenant: string, short: string, version: number, contentDigest: string): Promise<string> {

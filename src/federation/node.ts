@@ -18,6 +18,7 @@ import { create as createDigest } from 'multiformats/hashes/digest'
 import { sha256 } from 'multiformats/hashes/sha2'
 import type { MembershipRefusalReason } from '../engine/metrics.js'
 import { CertificateVerifier } from './certificates.js'
+import { kadDhtBatchWriter, type KadDhtBatchWriter } from './kad-dht-internals.js'
 import { noopLogger, type FederationLogger } from './logger.js'
 import { MemberKeeper, type MemberKeeperInit } from './member-keeper.js'
 import { membershipGate, type MembershipGate } from './membership-gate.js'
@@ -74,6 +75,23 @@ export interface FederationNodeInit {
   inboundConnectionsPerHostPerSecond?: number
   /** how the node keeps its members (member-keeper.ts; the bootstrap list is `bootstrap`); false: no redials, no presence */
   memberKeeper?: Omit<MemberKeeperInit, 'bootstrap'> | false
+  /**
+   * `provideMany` sends a batch of provider records straight to every member, one stream each and
+   * no DHT walk, while the federation (this node included) has at most this many nodes (default:
+   * kad-dht's k, 20); past it, or with 0, each record is made by a DHT walk (`provide`)
+   */
+  providerBatchMaxNodes?: number
+}
+
+/** How `provideMany` made a batch of provider records. */
+export interface ProvideManyResult {
+  /** members: one stream per connected member, no walk; walk: `provide` (a DHT walk) per digest */
+  path: 'members' | 'walk'
+  /** the digests whose records were made (all of them, unless every member or every walk failed) */
+  announced: string[]
+  /** members path: members that took the whole batch, and those that did not */
+  reached: number
+  failed: number
 }
 
 export interface FederationNodeComponents {
@@ -138,6 +156,8 @@ export class FederationNode {
   private libp2p: Libp2p<Services> | undefined
   private starting: Promise<void> | undefined
   private keeper: MemberKeeper | undefined
+  /** kad-dht's internals for provideMany, found once per libp2p node */
+  private batchWriterOnce: Promise<KadDhtBatchWriter | undefined> | undefined
   readonly peerId: string
   readonly self: NodeRegistration
 
@@ -323,6 +343,7 @@ export class FederationNode {
     this.keeper = undefined
     const node = this.libp2p
     this.libp2p = undefined
+    this.batchWriterOnce = undefined
     this.listeningToGossip = false
     this.membership.detach()
     await node?.stop()
@@ -464,9 +485,78 @@ export class FederationNode {
     await this.p2p.services.pubsub.publish(topic, encodeMessage(payload))
   }
 
-  /** Announces this node as a provider of the content with `digestHex` (DHT provider record). */
+  /** Announces this node as a provider of the content with `digestHex` (DHT provider record, by a DHT walk). */
   async provide(digestHex: string, timeoutMs = 10_000): Promise<void> {
     await this.p2p.contentRouting.provide(cidOfDigest(digestHex), { signal: AbortSignal.timeout(timeoutMs) })
+  }
+
+  /**
+   * Announces this node as a provider of every digest in `digests`, as `provide` would, at a
+   * fraction of the cost while the federation is small. While it has at most k nodes (kad-dht's
+   * bucket size, 20; `providerBatchMaxNodes`), the k closest peers to any key are all its members:
+   * the DHT walk `provide` starts with (FIND_NODE) finds nothing new, and then `provide` opens a
+   * stream per member for each record. Here: this node's own record of each (kad-dht's reprovider
+   * refreshes those), then ONE stream per connected member carrying every ADD_PROVIDER message of
+   * the batch (kad-dht's own messages; kad-dht-internals.ts) and a PING whose echo confirms them,
+   * all members at once. The size is judged by the larger of the connected members and the
+   * verified peers in the DHT routing table, so a node not yet connected to every member of a
+   * larger federation does not take the short path. Past k nodes, or when kad-dht's internals are
+   * not what the adapter knows (an upgrade), each digest is announced by `provide`, one at a time.
+   * `timeoutMs` bounds each member's stream (members path) or each walk.
+   */
+  async provideMany(digests: readonly string[], timeoutMs = 10_000): Promise<ProvideManyResult> {
+    const unique = [...new Set(digests)]
+    const cids = unique.map(cidOfDigest) // a malformed digest throws before anything is sent
+    const writer = await this.batchWriter()
+    const maxNodes = this.init.providerBatchMaxNodes ?? writer?.k ?? 0
+    const members = this.members()
+    const federationSize = Math.max(members.length, this.routingTable().verified.length) + 1
+    if (writer === undefined || unique.length === 0 || federationSize > maxNodes) return this.provideByWalks(unique, timeoutMs)
+    const node = this.p2p
+    for (const cid of cids) await writer.recordSelf(cid, node.peerId)
+    const provider = { id: node.peerId, multiaddrs: node.getMultiaddrs() }
+    let reached = 0
+    let failed = 0
+    await Promise.all(members.map(async (member) => {
+      const signal = AbortSignal.timeout(timeoutMs)
+      let stream: Awaited<ReturnType<typeof node.dialProtocol>> | undefined
+      try {
+        stream = await node.dialProtocol(peerIdFromString(member.peerId), DHT_PROTOCOL, { signal })
+        await writer.writeRecords(stream, cids, provider, { signal })
+        reached++
+      } catch (err) {
+        failed++
+        stream?.abort(err as Error)
+        this.log.debug({ err, peer_id: member.peerId, records: cids.length }, 'provider records not delivered to a member')
+      }
+    }))
+    // every member failed: the records are in this node's store only (the reprovider will retry
+    // within a day); say so, so the caller may try again sooner
+    const announced = members.length > 0 && reached === 0 ? [] : unique
+    return { path: 'members', announced, reached, failed }
+  }
+
+  private async provideByWalks(digests: readonly string[], timeoutMs: number): Promise<ProvideManyResult> {
+    const announced: string[] = []
+    for (const digest of digests) {
+      try {
+        await this.provide(digest, timeoutMs)
+        announced.push(digest)
+      } catch (err) {
+        this.log.debug({ err, digest }, 'provide failed')
+      }
+    }
+    return { path: 'walk', announced, reached: 0, failed: 0 }
+  }
+
+  /** kad-dht's internals for `provideMany` (undefined when the adapter does not recognise them, or batches are off) */
+  private batchWriter(): Promise<KadDhtBatchWriter | undefined> {
+    if (this.init.providerBatchMaxNodes === 0) return Promise.resolve(undefined)
+    this.batchWriterOnce ??= kadDhtBatchWriter(this.p2p.services.dht).then((w) => {
+      if (w === undefined) this.log.warn({}, 'kad-dht internals not recognised: provider records are made one DHT walk each')
+      return w
+    })
+    return this.batchWriterOnce
   }
 
   /**

@@ -7,13 +7,18 @@ export interface ProviderAnnouncerInit {
   maxPending?: number
   /** digests announced already are remembered (not announced twice; default 100,000) */
   maxAnnounced?: number
-  /** one announcement's time limit (default 10 s) */
+  /** one batch's time limit, per member (or per DHT walk past k nodes; default 10 s) */
   timeoutMs?: number
+  /** at most this many digests are announced in one batch (default 1,000) */
+  maxBatch?: number
 }
 
 export interface ProviderAnnouncerComponents {
-  /** announces this node as a provider of `digest` (a DHT ADD_PROVIDER to the closest members) */
-  provide(digest: string, timeoutMs: number): Promise<void>
+  /**
+   * announces this node as a provider of each of `digests` (DHT provider records:
+   * `FederationNode.provideMany`) and resolves with those whose records were made
+   */
+  provideMany(digests: string[], timeoutMs: number): Promise<{ announced: string[] }>
   logger: FederationLogger
 }
 
@@ -26,18 +31,21 @@ export interface ProviderAnnouncerComponents {
  *
  * Announcing at the moment of the fetch costs what the issue measured (5 nodes: publish → resolvable
  * everywhere p99 113 → 934 ms): a publish makes every node that runs the function fetch it within
- * the same few hundred ms, and each fetch's ADD_PROVIDER is a DHT query (a FIND_NODE walk, then a
- * message to each of the k closest members) competing with the publish's own gossip, sync and
- * fetches. So a fetched digest waits `delayMs` plus jitter (the burst after a publish is over by
- * then, and the nodes' announcements spread out), and the queue is announced one digest at a time.
- * A digest is announced once per run; kad-dht's reprovider refreshes the record (every 24 h of its
- * 48 h validity) while the node holds the code, and the record expires when the node is gone. At
- * start the node announces again what it published, and past 20 members all the code it holds
- * (CodeProvider.provideAll).
+ * the same few hundred ms, and each record made by kad-dht's `provide` is a DHT query (a FIND_NODE
+ * walk, then a stream and a message to each of the k closest members) competing with the publish's
+ * own gossip, sync and fetches. So a digest waits `delayMs` plus jitter (the burst after a publish
+ * is over by then, and the nodes' announcements spread out), and every digest due is announced in
+ * one batch (`FederationNode.provideMany`): up to k = 20 nodes, one stream per member carrying all
+ * the batch's records and no walk; past k, a walk per digest. A digest is announced once per run;
+ * kad-dht's reprovider refreshes the record (every 24 h of its 48 h validity) while the node holds
+ * the code, and the record expires when the node is gone. At start the node announces again what
+ * it published, and past 20 members all the code it holds (CodeProvider.provideAll).
  */
 export class ProviderAnnouncer {
   private readonly pending = new Map<string, number>() // digest → when due (ms)
   private readonly announced = new Set<string>()
+  /** the batch being announced (neither waiting nor announced yet: not queued again meanwhile) */
+  private inFlight: ReadonlySet<string> = new Set()
   private timer: NodeJS.Timeout | undefined
   private draining: Promise<void> | undefined
   private running = false
@@ -45,14 +53,18 @@ export class ProviderAnnouncer {
   private readonly maxPending: number
   private readonly maxAnnounced: number
   private readonly timeoutMs: number
-  /** announcements made (for tests and metrics) */
+  private readonly maxBatch: number
+  /** announcements made (digests; for tests and metrics) */
   count = 0
+  /** batches announced (for tests and metrics) */
+  batches = 0
 
   constructor(init: ProviderAnnouncerInit, private readonly c: ProviderAnnouncerComponents) {
     this.delayMs = init.delayMs ?? 5_000
     this.maxPending = init.maxPending ?? 10_000
     this.maxAnnounced = init.maxAnnounced ?? 100_000
     this.timeoutMs = init.timeoutMs ?? 10_000
+    this.maxBatch = Math.max(1, init.maxBatch ?? 1_000)
   }
 
   start(): void {
@@ -69,7 +81,7 @@ export class ProviderAnnouncer {
 
   /** Whether `digest` waits for its announcement or was announced in this run. */
   has(digest: string): boolean {
-    return this.pending.has(digest) || this.announced.has(digest)
+    return this.pending.has(digest) || this.inFlight.has(digest) || this.announced.has(digest)
   }
 
   /** How many digests wait for their announcement. */
@@ -79,7 +91,7 @@ export class ProviderAnnouncer {
 
   /** This node now holds the content with `digest` (it fetched it): announce it, later. */
   enqueue(digest: string): void {
-    if (!this.running || this.announced.has(digest) || this.pending.has(digest)) return
+    if (!this.running || this.has(digest)) return
     if (this.pending.size >= this.maxPending) this.pending.delete(this.pending.keys().next().value!)
     this.pending.set(digest, Date.now() + this.delayMs + Math.random() * this.delayMs)
     this.arm()
@@ -100,21 +112,33 @@ export class ProviderAnnouncer {
     this.timer.unref()
   }
 
-  /** Announces the digests that are due, one at a time. */
+  /** Announces every digest that is due, in batches of at most `maxBatch`. */
   private async drain(): Promise<void> {
     for (;;) {
       if (!this.running) return
       const now = Date.now()
-      const due = [...this.pending].find(([, at]) => at <= now)?.[0]
-      if (due === undefined) return
-      this.pending.delete(due)
+      const due: string[] = []
+      for (const [digest, at] of this.pending) {
+        if (at > now) continue
+        due.push(digest)
+        if (due.length >= this.maxBatch) break
+      }
+      if (due.length === 0) return
+      for (const d of due) this.pending.delete(d)
+      this.inFlight = new Set(due)
       try {
-        await this.c.provide(due, this.timeoutMs)
-        this.count++
-        if (this.announced.size >= this.maxAnnounced) this.announced.delete(this.announced.values().next().value!)
-        this.announced.add(due)
+        const { announced } = await this.c.provideMany(due, this.timeoutMs)
+        this.batches++
+        this.count += announced.length
+        for (const d of announced) {
+          if (this.announced.size >= this.maxAnnounced) this.announced.delete(this.announced.values().next().value!)
+          this.announced.add(d)
+        }
+        if (announced.length < due.length) this.c.logger.debug({ digests: due.length, announced: announced.length }, 'provider announcements failed')
       } catch (err) {
-        this.c.logger.debug({ err, digest: due }, 'provider announcement failed')
+        this.c.logger.debug({ err, digests: due.length }, 'provider announcement failed')
+      } finally {
+        this.inFlight = new Set()
       }
     }
   }

@@ -89,7 +89,7 @@ export class WheelProvider {
 
   /** Announces every wheel of this node as a DHT provider record keyed by its sha256. */
   private async provideWheels(): Promise<void> {
-    for (const sha of new Set(await this.indexWheels())) await provideQuietly(this.c.node, this.log, sha)
+    await provideQuietly(this.c.node, this.log, await this.indexWheels())
   }
 
   /** Whether a wheel directory changed (a file added, removed or renamed) since it was indexed. */

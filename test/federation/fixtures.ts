@@ -24,7 +24,7 @@ let sharedCa: CertificateAuthority | undefined
 export const testCa = (): CertificateAuthority => (sharedCa ??= createFederationCa({ name: 'svc test federation' }))
 
 export async function startNode(
-  options: { identity?: TestIdentity; certPem?: string; ca?: CertificateAuthority; bootstrap?: string[]; revoked?: string[]; issue?: IssueOptions; skipSelfCheck?: boolean } = {},
+  options: { identity?: TestIdentity; certPem?: string; ca?: CertificateAuthority; bootstrap?: string[]; revoked?: string[]; issue?: IssueOptions; skipSelfCheck?: boolean; init?: Partial<FederationNodeInit> } = {},
 ): Promise<FederationNode> {
   const identity = options.identity ?? await newIdentity()
   const ca = testCa()
@@ -39,6 +39,7 @@ export async function startNode(
     endpoint: `http://127.0.0.1:0/${identity.peerId.slice(-6)}`,
     denyMs: 60_000,
     ...(options.skipSelfCheck ? { skipSelfCheck: true } : {}),
+    ...options.init,
   }
   const node = createFederationNode(init)
   await node.start()
