@@ -329,6 +329,13 @@ export class Membership {
     }
     if (this.isDenied(peerId)) throw new Refused('stream_reset', 'refused while its exchange ran')
     const member: FederationMember = { peerId, registration, certificate, verified_at: new Date().toISOString() }
+    // the peer disconnected while its answer was on its way (it stopped just after answering):
+    // its peer:disconnect has been handled already and no other comes, so admitting it now would
+    // keep a member that is gone until it connects again. Not refused: it proved itself.
+    if (!this.connected(peerId)) {
+      this.log.debug({ peer_id: peerId }, 'membership exchange finished after the peer disconnected: not admitted')
+      return member
+    }
     this.membersById.set(peerId, member)
     this.verified.put(peerId, certificate)
     this.components.onMembersChanged?.(this.membersById.size)
