@@ -136,6 +136,7 @@ export async function runChurn(options = {}) {
       name, dataDir, peerId, p2pPort, addr: `/ip4/127.0.0.1/tcp/${p2pPort}/p2p/${peerId}`, configFile: join(root, `${name}.json`), proc: undefined, ready: false,
       arrived: new Map(), // function short → when its replicated version reached this node (across restarts)
       downs: [], // [from, to] when the node was stopped
+      starts: [], // when each of its starts was ready
     }
     all.push(node)
     return node
@@ -169,6 +170,7 @@ export async function runChurn(options = {}) {
     if (down && down[1] === Infinity) down[1] = performance.now()
     node.ready = true
     node.startedAt = performance.now()
+    node.starts.push(node.startedAt)
   }
 
   const stopNode = async (node) => {
@@ -262,11 +264,17 @@ export async function runChurn(options = {}) {
      */
     const STABLE_MS = 10_000
     const stableFor = (node, at) => !node.downs.some(([from, to]) => from < at + STABLE_MS && to > at)
-    const visibleAll = (entry) => {
+    /**
+     * The same, counting only the nodes that had been up SETTLED_MS at the publish (reported beside
+     * it, not instead: a node just (re)started is live, but still connecting and catching up).
+     */
+    const SETTLED_MS = 30_000
+    const settledAt = (node, at) => !node.starts.some((t) => t <= at && t > at - SETTLED_MS)
+    const visibleAll = (entry, onlySettled = false) => {
       let latest = 0
       for (const name of entry.targets) {
         const node = all.find((x) => x.name === name)
-        if (!stableFor(node, entry.at)) continue
+        if (!stableFor(node, entry.at) || (onlySettled && !settledAt(node, entry.at))) continue
         const t = node.arrived.get(entry.short)
         if (t === undefined) return undefined
         latest = Math.max(latest, t - entry.at)
@@ -420,6 +428,8 @@ export async function runChurn(options = {}) {
     const churnPublished = published.filter((e) => e.at >= churnStart)
     const lat = churnPublished.map(visibleAll).filter((v) => v !== undefined)
     report.churn_publish_to_visible_everywhere = { ...summarize(lat), of: churnPublished.length, visible_everywhere: lat.length }
+    const latSettled = churnPublished.map((e) => visibleAll(e, true)).filter((v) => v !== undefined)
+    report.churn_publish_to_visible_on_settled_nodes = { ...summarize(latSettled), of: churnPublished.length, settled_ms: SETTLED_MS }
     report.churn_executions = {
       ...summarize(executions.filter((e) => e.ok).map((e) => e.ms)), attempts: executions.length, ok: executions.filter((e) => e.ok).length,
       failures: executions.filter((e) => !e.ok).slice(0, 10).map((e) => ({ status: e.status, code: e.code, kind: e.kind })),
@@ -479,6 +489,7 @@ export function table(r) {
     ['bytes sent per node per change (no churn)', `${r.traffic_per_change_bytes_per_node} B`],
     ['publish → visible everywhere, no churn (p50 / p99)', `${r.no_churn_publish_to_visible_everywhere?.p50_ms} / ${r.no_churn_publish_to_visible_everywhere?.p99_ms} ms (${r.no_churn_publish_to_visible_everywhere?.n} of ${r.no_churn_publish_to_visible_everywhere?.of})`],
     ['publish → visible everywhere, churn (p50 / p99)', `${r.churn_publish_to_visible_everywhere?.p50_ms} / ${r.churn_publish_to_visible_everywhere?.p99_ms} ms (${r.churn_publish_to_visible_everywhere?.visible_everywhere} of ${r.churn_publish_to_visible_everywhere?.of})`],
+    ['… counting only nodes up ≥ 30 s at the publish (p50 / p99)', `${r.churn_publish_to_visible_on_settled_nodes?.p50_ms} / ${r.churn_publish_to_visible_on_settled_nodes?.p99_ms} ms (${r.churn_publish_to_visible_on_settled_nodes?.n} of ${r.churn_publish_to_visible_on_settled_nodes?.of})`],
     ['execute during churn (ok / attempts, p50 / p99)', `${r.churn_executions?.ok} / ${r.churn_executions?.attempts}, ${r.churn_executions?.p50_ms} / ${r.churn_executions?.p99_ms} ms`],
     ['discover during churn (found / attempts, p50 / p99)', `${r.churn_discover?.found} / ${r.churn_discover?.attempts}, ${r.churn_discover?.p50_ms} / ${r.churn_discover?.p99_ms} ms`],
     ['digests equal after churn stops', `${r.after_churn_digests_equal_ms} ms`],

@@ -12,6 +12,7 @@ interface ChurnReport {
   formation: { every_node_lists_all_ms_after_last_start: number | null }
   churn_events: Array<{ action: string; node: string; published?: number }>
   churn_publish_to_visible_everywhere: Summary & { of: number; visible_everywhere: number }
+  churn_publish_to_visible_on_settled_nodes: Summary & { of: number; settled_ms: number }
   churn_executions: Summary & { attempts: number; ok: number }
   after_churn_digests_equal_ms: number | null
   after_churn_every_node_lists_all_ms: number | null
@@ -31,6 +32,10 @@ describe('a federation of 8 daemons under churn (restart, leave for good, join f
     // publishes during churn made it to every node that stayed up
     expect(report.churn_publish_to_visible_everywhere.of).toBeGreaterThan(5)
     expect(report.churn_publish_to_visible_everywhere.visible_everywhere).toBe(report.churn_publish_to_visible_everywhere.of)
+    // the nodes up 30 s at each publish are a subset of its targets: every publish reached them too, no later
+    const settled = report.churn_publish_to_visible_on_settled_nodes
+    expect(settled.n).toBe(settled.of)
+    expect(settled.p99_ms ?? Infinity).toBeLessThanOrEqual(report.churn_publish_to_visible_everywhere.p99_ms ?? 0)
     // after churn: the same catalog everywhere, and every node (the fresh one too) lists every other
     expect(report.after_churn_digests_equal_ms).not.toBeNull()
     expect(report.after_churn_every_node_lists_all_ms).not.toBeNull()
