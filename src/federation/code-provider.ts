@@ -191,8 +191,9 @@ export class CodeProvider {
    * fetchers announce) is a DHT walk plus an ADD_PROVIDER to the k closest members; when every
    * member fetched every new function, as in a busy federation, one announcement per fetcher was
    * most of the federation's CPU (5 loopback daemons on 2 cores: a sixth of the publishes took
-   * ~1 s to be resolvable everywhere, none with no announcements). A few records per digest already find a holder in O(log N) hops; a member
-   * that was told no still serves the code to whoever asks it (the member scan).
+   * ~1 s to be resolvable everywhere, none with no announcements). A few records per digest
+   * already find a holder in O(log N) hops; a member that was told no still serves the code to
+   * whoever asks it (the member scan).
    */
   private async serveCode(request: { tenant_id: string; rufid_short: string; version: number; content_digest: string }, from: string): Promise<{ source_code: string; announce: boolean }> {
     const fn = await this.c.replica.localVersion(request.tenant_id, request.rufid_short, request.version)

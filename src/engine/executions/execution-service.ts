@@ -148,7 +148,7 @@ export class ExecutionService {
   }
 
   /** Runs the cached answers' bookkeeping that waits (see `bookkeeping`). */
-  settle(): void {
+  private settle(): void {
     if (this.bookkeepingRun !== undefined) clearImmediate(this.bookkeepingRun)
     this.bookkeepingRun = undefined
     for (const task of this.bookkeeping.splice(0)) task()
@@ -283,8 +283,9 @@ export class ExecutionService {
     // refers to it by this digest; the event carries it)
     if (receipt !== null) entry.receiptDigest ??= receiptDigest(receipt)
     const digest = entry.receiptDigest
+    const keep = (): Promise<void> => store.putExecution(record, this.recordUsage(record, stats), digest)
     if (!answerFirst) {
-      return store.putExecution(record, this.recordUsage(record, stats), digest).then(() => {
+      return keep().then(() => {
         this.publish(fn, record, digest)
         return record
       })
@@ -292,7 +293,7 @@ export class ExecutionService {
     this.afterAnswer(() => {
       // rejects only when the disk filled since the check above: that record is lost, as the
       // ones waiting in the group commit would be
-      store.putExecution(record, this.recordUsage(record, stats), digest).catch(() => undefined)
+      keep().catch(() => undefined)
       this.publish(fn, record, digest)
     })
     return record
