@@ -9,27 +9,14 @@
 // Needs `npm run build`. Every daemon is stopped on exit (bench/lib.js kills what it started).
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { postJson, removeDir, ROOT, rssBytes, startProcess, summarize, systemEvents, tempDir } from './lib.js'
+import { freePort, portTaken, postJson, removeDir, ROOT, rssBytes, startProcess, summarize, systemEvents, tempDir } from './lib.js'
 
 const dist = (p) => import(pathToFileURL(join(ROOT, 'dist', p)).href)
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const pick = (list) => list[Math.floor(Math.random() * list.length)]
 const round = (v, d = 1) => (v == null ? null : Math.round(v * 10 ** d) / 10 ** d)
-
-/** A TCP port free right now on 127.0.0.1 (a node keeps it across restarts, as an operator's node does). */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address()
-      srv.close(() => resolve(port))
-    })
-  })
-}
 
 /** Children pids of a pid (the sandbox workers of a daemon). */
 function childPids(pid) {
@@ -142,7 +129,9 @@ export async function runChurn(options = {}) {
     return node
   }
 
-  const startNode = async (node, bootstrap) => {
+  // a node keeps its port across restarts, as an operator's node does, unless another process took
+  // it meanwhile: then it starts on another (the others learn it when it dials them)
+  const startNode = async (node, bootstrap, attempt = 1) => {
     writeFileSync(node.configFile, JSON.stringify({
       rate_limits: { per_key: { points: 0, window_s: 1 }, per_tenant: { points: 0, window_s: 1 }, per_ip_unauthenticated: { points: 0, window_s: 1 } },
       federation: {
@@ -161,7 +150,15 @@ export async function runChurn(options = {}) {
         if (!line.includes('svc-node listening')) return undefined
         return JSON.parse(line).url
       },
+    }).catch(async (err) => {
+      if (attempt >= 3 || !portTaken(err)) throw err
+      node.p2pPort = await freePort()
+      meter.p2pPorts.add(node.p2pPort)
+      node.addr = `/ip4/127.0.0.1/tcp/${node.p2pPort}/p2p/${node.peerId}`
+      log(`${node.name}: its port was taken before it listened, retrying on ${node.p2pPort}`)
+      return undefined
     })
+    if (p === undefined) return startNode(node, bootstrap, attempt + 1)
     node.proc = p
     node.pid = p.pid
     node.base = p.value.replace(/\/+$/, '')
@@ -169,8 +166,7 @@ export async function runChurn(options = {}) {
     const down = node.downs[node.downs.length - 1]
     if (down && down[1] === Infinity) down[1] = performance.now()
     node.ready = true
-    node.startedAt = performance.now()
-    node.starts.push(node.startedAt)
+    node.starts.push(performance.now())
   }
 
   const stopNode = async (node) => {
@@ -318,7 +314,8 @@ export async function runChurn(options = {}) {
       if (ok) entry.holders.add(node.name)
       return { ok, ms: performance.now() - t, status: r.status, code: r.body?.error?.code ?? r.body?.code }
     }
-    const holderAlive = (entry) => [...entry.holders].some((h) => live().some((x) => x.name === h))
+    /** Whether a live node other than `except` holds the entry's code. */
+    const holderAlive = (entry, except) => [...entry.holders].some((h) => h !== except && live().some((x) => x.name === h))
 
     const publisher = (async () => {
       while (running && performance.now() < churnEnd) {
@@ -338,7 +335,7 @@ export async function runChurn(options = {}) {
     })()
     const executor = (async () => {
       while (running && performance.now() < churnEnd) {
-        const candidates = published.filter(holderAlive)
+        const candidates = published.filter((e) => holderAlive(e))
         const node = pick(stable())
         if (candidates.length && node) {
           const e = pick(candidates)
@@ -351,7 +348,7 @@ export async function runChurn(options = {}) {
     const discoverer = (async () => {
       while (running && performance.now() < churnEnd) {
         const node = pick(stable())
-        const e = pick(published.filter(holderAlive))
+        const e = pick(published.filter((p) => holderAlive(p)))
         if (node && e) {
           const t = performance.now()
           const r = await getJson(`${node.base}/api/v1/federation/discover/${e.short}`).catch(() => ({ status: 0, body: {} }))
@@ -383,7 +380,7 @@ export async function runChurn(options = {}) {
             // its code outlives it where another node holds it: make sure one does, as a caller
             // elsewhere would have (the second holder after a publish can miss: the publisher may
             // have been down for a restart just then)
-            for (const e of published.filter((p) => p.publisher === victim.name && ![...p.holders].some((h) => h !== victim.name && live().some((x) => x.name === h)))) {
+            for (const e of published.filter((p) => p.publisher === victim.name && !holderAlive(p, victim.name))) {
               const other = pick(stable().filter((x) => x.name !== victim.name))
               if (other) executions.push({ ...(await executeOn(other, e)), kind: 'second_holder' })
             }

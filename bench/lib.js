@@ -1,6 +1,7 @@
 // Shared helpers of the benchmark: statistics, CPU pinning, child processes (daemon, peers, load generator).
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -111,6 +112,25 @@ export function killAll() {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
 }
 process.on('exit', killAll)
+
+/** A TCP port free right now on 127.0.0.1 (found by listening on port 0, then released). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+/**
+ * Whether a daemon failed to start because its port, free when `freePort` found it, was taken
+ * before it listened (by another process: CI runs test files side by side, and daemons' own
+ * outgoing connections use ephemeral ports): the caller takes another port and starts again.
+ */
+export const portTaken = (err) => String(err?.message ?? err).includes('EADDRINUSE')
 
 /**
  * Spawns a process (pinned per role) and waits for a stdout line that `ready(line)` turns into a

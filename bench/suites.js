@@ -3,13 +3,11 @@
 // (svc / baseline: > 1 means svc-node is slower).
 import { createHash } from 'node:crypto'
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { ClassicLevel } from 'classic-level'
 import {
-  ADD_JS, ADD_PY, ROOT, TICK_US, cpuTicks, postJson, ratio, removeDir, rssBytes, runLoad, startDaemon, startPeer, startProcess, summarize,
-  systemEvents, tempDir, timeLoop, timeLoopSync,
+  ADD_JS, ADD_PY, cpuTicks, freePort, portTaken, postJson, ratio, removeDir, ROOT, rssBytes, runLoad, startDaemon, startPeer, startProcess, summarize, systemEvents, tempDir, TICK_US, timeLoop, timeLoopSync,
 } from './lib.js'
 
 const dist = (p) => import(join(ROOT, 'dist', p))
@@ -122,13 +120,6 @@ function mulberry32(a) {
   }
 }
 
-const freePort = () => new Promise((resolve) => {
-  const s = createServer()
-  s.listen(0, '127.0.0.1', () => {
-    const { port } = s.address()
-    s.close(() => resolve(port))
-  })
-})
 
 // ---- suites ----------------------------------------------------------------------------
 
@@ -633,7 +624,7 @@ export async function startFederatedDaemons({ count = 5, log, config = {} }) {
         // the port was free when found, but another process (CI runs test files side by side) can
         // take it before the daemon listens: take another one. The others were given the old
         // address; this node dials them all from its own bootstrap list, so the mesh still forms
-        if (attempt >= 3 || !String(err?.message ?? err).includes('EADDRINUSE')) throw err
+        if (attempt >= 3 || !portTaken(err)) throw err
         const port = await freePort()
         log(`federation: daemon ${i}: its port was taken before it listened, retrying on ${port}`)
         nodes[i] = { ...nodes[i], listen: `/ip4/127.0.0.1/tcp/${port}`, p2p: `/ip4/127.0.0.1/tcp/${port}/p2p/${peerId}` }
