@@ -116,6 +116,20 @@ export interface CatalogSyncInit {
   syncPage?: Partial<SyncPageLimits>
   /** pages a sync round asks for or pushes at most (default `SYNC_MAX_PAGES_PER_ROUND`) */
   maxSyncPagesPerRound?: number
+  /**
+   * sync rounds this node starts run at most this many at once (default 2); more wait their turn,
+   * in order. A newcomer otherwise pulls the whole catalog from every member at once
+   */
+  maxConcurrentSyncs?: number
+  /**
+   * for this long after it starts (default 30 s) this node is the newcomer: it syncs with each
+   * member as it joins. After that, a member that joins is synced with after a random wait of up
+   * to `joinSyncJitterMs` (default 5 s): the newcomer syncs with every member itself (a round
+   * pulls and pushes), so by then the roots are equal and the round costs one exchange, instead
+   * of every member sending the newcomer its catalog at once. 0 for either: at once
+   */
+  newcomerWindowMs?: number
+  joinSyncJitterMs?: number
 }
 
 /** The summary exchange's answer (to `{ root }`, or to a compacted vector with changes), as `/svc/sync-summary/1.0.0` carries it. */
@@ -123,6 +137,10 @@ type SummaryAnswer = { root: string } | (Omit<SyncBatch, 'vector'> & CompactVect
 
 /** default longest wait between two anti-entropy rounds while they find nothing (see `CatalogSyncInit.syncIntervalMaxMs`) */
 export const DEFAULT_SYNC_INTERVAL_MAX_MS = 30_000
+/** defaults of `CatalogSyncInit.maxConcurrentSyncs`, `newcomerWindowMs` and `joinSyncJitterMs` */
+export const DEFAULT_MAX_CONCURRENT_SYNCS = 2
+export const DEFAULT_NEWCOMER_WINDOW_MS = 30_000
+export const DEFAULT_JOIN_SYNC_JITTER_MS = 5_000
 
 /** How changes from other origins reached this node (for the tests and the scale measurements). */
 export interface ChangesReceived {
@@ -185,6 +203,12 @@ export class CatalogSync {
   private antiEntropyAt = 0
   private readonly page: SyncPageLimits
   private readonly maxPages: number
+  /** rounds running, and those waiting for one of the `maxConcurrentSyncs` turns */
+  private activeRounds = 0
+  private readonly waitingRounds: Array<() => void> = []
+  /** members that joined → the timer of the round with them (see `newcomerWindowMs`) */
+  private readonly joinRounds = new Map<string, NodeJS.Timeout>()
+  private startedAt = 0
 
   constructor(
     private readonly init: CatalogSyncInit,
@@ -231,11 +255,13 @@ export class CatalogSync {
       if (event === 'joined') {
         this.legacyPeers.delete(member.peerId) // it may have restarted on a newer build
         this.quicken()
-        void this.syncWith(member.peerId)
+        this.syncWithJoined(member.peerId)
       } else {
         this.legacyPeers.delete(member.peerId)
+        this.cancelJoinRound(member.peerId)
       }
     }))
+    this.startedAt = Date.now()
     for (const member of node.members()) void this.syncWith(member.peerId)
     this.running = true
     this.antiEntropyMs = this.baseIntervalMs()
@@ -286,6 +312,8 @@ export class CatalogSync {
     this.running = false
     if (this.timer) clearTimeout(this.timer)
     this.timer = undefined
+    for (const t of this.joinRounds.values()) clearTimeout(t)
+    this.joinRounds.clear()
     for (const u of this.unsubscribe.splice(0)) u()
     this.c.node.unsubscribe(CATALOG_TOPIC)
     await this.c.node.unhandle(SYNC_PROTOCOL)
@@ -421,9 +449,11 @@ export class CatalogSync {
    * its retired origins differ. Pulls what it has above our vector, pushes what it lacks.
    */
   syncWith(peerId: string): Promise<SyncOutcome> {
+    this.cancelJoinRound(peerId)
     let running = this.syncing.get(peerId)
     if (running) return running
     running = (async (): Promise<SyncOutcome> => {
+      await this.roundTurn()
       const end = this.c.metrics?.federationSyncDuration.startTimer()
       try {
         const done = await this.syncBySummary(peerId)
@@ -438,10 +468,52 @@ export class CatalogSync {
         return 'failed'
       } finally {
         end?.()
+        this.roundDone()
       }
     })().finally(() => this.syncing.delete(peerId))
     this.syncing.set(peerId, running)
     return running
+  }
+
+  /** Waits for one of the `maxConcurrentSyncs` turns. */
+  private async roundTurn(): Promise<void> {
+    if (this.activeRounds < Math.max(1, this.init.maxConcurrentSyncs ?? DEFAULT_MAX_CONCURRENT_SYNCS)) {
+      this.activeRounds++
+      return
+    }
+    await new Promise<void>((resolve) => this.waitingRounds.push(resolve))
+  }
+
+  /** A round ended: its turn goes to the first waiting one. */
+  private roundDone(): void {
+    const next = this.waitingRounds.shift()
+    if (next) next()
+    else this.activeRounds--
+  }
+
+  /** A member joined: a round with it now (this node is the newcomer), or after a random wait. */
+  private syncWithJoined(peerId: string): void {
+    const windowMs = this.init.newcomerWindowMs ?? DEFAULT_NEWCOMER_WINDOW_MS
+    const jitterMs = this.init.joinSyncJitterMs ?? DEFAULT_JOIN_SYNC_JITTER_MS
+    if (jitterMs <= 0 || Date.now() - this.startedAt < windowMs) {
+      void this.syncWith(peerId)
+      return
+    }
+    if (this.joinRounds.has(peerId) || this.syncing.has(peerId)) return
+    const timer = setTimeout(() => {
+      this.joinRounds.delete(peerId)
+      if (this.running) void this.syncWith(peerId)
+    }, Math.floor(Math.random() * jitterMs))
+    timer.unref()
+    this.joinRounds.set(peerId, timer)
+  }
+
+  /** A round with the member starts now (or it left): the one its join scheduled is not needed. */
+  private cancelJoinRound(peerId: string): void {
+    const timer = this.joinRounds.get(peerId)
+    if (timer === undefined) return
+    clearTimeout(timer)
+    this.joinRounds.delete(peerId)
   }
 
   /** The summary exchange: 'equal' (equal roots), 'changed', or 'full' when whole-vector sync must follow. */

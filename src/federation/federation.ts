@@ -91,6 +91,9 @@ export class Federation implements FederationPort {
       ...(init.retireOriginsAfterMs !== undefined ? { retireOriginsAfterMs: init.retireOriginsAfterMs } : {}),
       ...(init.syncPage !== undefined ? { syncPage: init.syncPage } : {}),
       ...(init.maxSyncPagesPerRound !== undefined ? { maxSyncPagesPerRound: init.maxSyncPagesPerRound } : {}),
+      ...(init.maxConcurrentSyncs !== undefined ? { maxConcurrentSyncs: init.maxConcurrentSyncs } : {}),
+      ...(init.newcomerWindowMs !== undefined ? { newcomerWindowMs: init.newcomerWindowMs } : {}),
+      ...(init.joinSyncJitterMs !== undefined ? { joinSyncJitterMs: init.joinSyncJitterMs } : {}),
     }, {
       node, replica, logger: log, ...(metrics ? { metrics } : {}),
       onAddedBy: (digest, origin) => this.code.hintHolder(digest, origin),
