@@ -7,10 +7,12 @@
 //   node bench/churn.js [--nodes=20] [--seconds=120] [--out=bench/results/churn-20.json]
 //
 // Needs `npm run build`. Every daemon is stopped on exit (bench/lib.js kills what it started).
-import { execFileSync } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
+import { promisify } from 'node:util'
 import { freePort, portTaken, postJson, removeDir, ROOT, rssBytes, startProcess, summarize, systemEvents, tempDir } from './lib.js'
 
 const dist = (p) => import(pathToFileURL(join(ROOT, 'dist', p)).href)
@@ -43,15 +45,22 @@ class TrafficMeter {
   constructor() {
     this.sockets = new Map() // `${pid} ${local} ${peer}` → bytes_sent
     this.p2pPorts = new Set()
+    this.sampling = undefined // the sample being taken
   }
 
-  sample() {
-    let text = ''
-    try {
-      text = execFileSync('ss', ['-tinpH', 'state', 'established'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-    } catch {
-      return
-    }
+  /**
+   * One sample, taken after any running one; `ss` runs beside this process, not in it (a blocking
+   * call here would hold up reading the daemons' /ws events).
+   */
+  async sample() {
+    while (this.sampling) await this.sampling
+    this.sampling = promisify(execFile)('ss', ['-tinpH', 'state', 'established'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+      .then(({ stdout }) => this.read(stdout), () => undefined)
+      .finally(() => { this.sampling = undefined })
+    return this.sampling
+  }
+
+  read(text) {
     const lines = text.split('\n')
     for (let i = 0; i < lines.length - 1; i++) {
       const head = /^\S*\s*\d+\s+\d+\s+127\.0\.0\.1:(\d+)\s+127\.0\.0\.1:(\d+)\s+users:\(\("[^"]*",pid=(\d+)/.exec(lines[i])
@@ -201,7 +210,9 @@ export async function runChurn(options = {}) {
     return answers.map((a) => a.body.digest ?? null)
   }
 
-  const sampler = setInterval(() => meter.sample(), 1_000)
+  const sampler = setInterval(() => {
+    if (!meter.sampling) void meter.sample()
+  }, 1_000)
   sampler.unref()
   try {
     // ---- formation -------------------------------------------------------------------------
@@ -231,10 +242,10 @@ export async function runChurn(options = {}) {
       const totals = meter.totals()
       return live().reduce((s, x) => s + (totals.get(x.pid) ?? 0), 0)
     }
-    meter.sample()
+    await meter.sample()
     const idleFrom = { bytes: trafficSum(), t: performance.now() }
     await sleep(10_000)
-    meter.sample()
+    await meter.sample()
     const idleRate = (trafficSum() - idleFrom.bytes) / ((performance.now() - idleFrom.t) / 1000) // bytes/s, all nodes
     report.traffic_idle_bytes_per_node_per_s = round(idleRate / live().length, 0)
 
@@ -277,7 +288,7 @@ export async function runChurn(options = {}) {
       }
       return latest
     }
-    meter.sample()
+    await meter.sample()
     const burstFrom = { bytes: trafficSum(), t: performance.now() }
     const burst = []
     for (let i = 0; i < 20; i++) {
@@ -288,7 +299,7 @@ export async function runChurn(options = {}) {
     const burstDeadline = performance.now() + 10_000
     while (performance.now() < burstDeadline && burst.some((e) => visibleAll(e) === undefined)) await sleep(100)
     await sleep(2_000)
-    meter.sample()
+    await meter.sample()
     const burstBytes = trafficSum() - burstFrom.bytes - idleRate * ((performance.now() - burstFrom.t) / 1000)
     report.traffic_per_change_bytes_per_node = round(burstBytes / burst.length / live().length, 0)
     const burstLat = burst.map(visibleAll).filter((v) => v !== undefined)
@@ -303,6 +314,10 @@ export async function runChurn(options = {}) {
     const discovers = [] // { ms, found }
     let running = true
     const churnStart = performance.now()
+    // this process's own event-loop delay while it drives the churn (arrivals are the daemons' own
+    // event times, so a late read here does not count against them; this shows whether it lagged)
+    const runnerLag = monitorEventLoopDelay({ resolution: 10 })
+    runnerLag.enable()
     const churnEnd = churnStart + seconds * 1000
     const left = new Set() // names that left for good
     const stable = () => live().filter((x) => !changing.has(x.name))
@@ -403,7 +418,9 @@ export async function runChurn(options = {}) {
     running = false
     const churnStopped = performance.now()
     report.churn_events = churnLog
-    meter.sample()
+    runnerLag.disable()
+    report.runner_event_loop_delay_during_churn_ms = { p99: round(runnerLag.percentile(99) / 1e6), max: round(runnerLag.max / 1e6) }
+    await meter.sample()
 
     // ---- after churn: digests, formation, availability ----------------------------------------
     let digestsEqualMs = null
@@ -495,6 +512,7 @@ export function table(r) {
     ['… of them, publisher left for good', `${r.availability_after_churn?.orphaned_executed} of ${r.availability_after_churn?.orphaned_by_publisher}`],
     ['memory per node after (daemon mean / max, + workers)', `${r.memory_after_per_node_mb?.daemon_mean} / ${r.memory_after_per_node_mb?.daemon_max} MB + ${r.memory_after_per_node_mb?.workers_mean} MB`],
     ['load average (start → end)', `${r.machine?.load_average_at_start?.join(' ')} → ${r.machine?.load_average_at_end?.join(' ')}`],
+    ['the runner\'s own event-loop delay during churn (p99 / max)', `${r.runner_event_loop_delay_during_churn_ms?.p99} / ${r.runner_event_loop_delay_during_churn_ms?.max} ms`],
   ]
   const w = Math.max(...rows.map((x) => x[0].length))
   return rows.map(([k, v]) => `| ${k.padEnd(w)} | ${v} |`).join('\n')

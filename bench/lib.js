@@ -313,7 +313,8 @@ export const ADD_PY = { function_name: 'add', signature: '(a, b)', language: 'py
 
 /**
  * A daemon's /ws system channel: when each replicated function version arrived there
- * (`arrived`: short → performance.now(), kept across reconnects when the caller passes its map),
+ * (`arrived`: short → performance.now() of the daemon's event, kept across reconnects when the
+ * caller passes its map),
  * and `next(short, ms)`, which resolves true when it has arrived (false after `ms`).
  */
 export async function systemEvents(base, arrived = new Map()) {
@@ -330,7 +331,12 @@ export async function systemEvents(base, arrived = new Map()) {
     const payload = msg?.payload
     if (msg?.type !== 'event' || payload?.type !== 'function.created' || typeof payload.rufid !== 'string') return
     const short = payload.rufid.split(':')[1]
-    if (!arrived.has(short)) arrived.set(short, performance.now())
+    // when the daemon emitted it (its event's timestamp; same machine, same clock), in this
+    // process's performance.now() terms: not when this process got round to reading it, which on
+    // a starved machine can be seconds later and the same instant for several daemons
+    const emitted = Date.parse(payload.timestamp)
+    const lateBy = Number.isFinite(emitted) ? Math.max(0, Date.now() - emitted) : 0
+    if (!arrived.has(short)) arrived.set(short, performance.now() - lateBy)
     waiting.get(short)?.(true)
   })
   ws.on('error', () => undefined)
