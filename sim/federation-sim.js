@@ -5,9 +5,9 @@
 //   node sim/federation-sim.js --params=bench/results/churn-20.json --sizes=20,100,1000,10000
 //
 // What it models (each part's assumptions are in docs/federation-scale.md):
-//   1. gossip of one catalog change: gossipsub v1.1 as svc-node configures it (D=6 mesh, D_lo=4,
-//      D_hi=12, flood publish to the publisher's connected members, IHAVE/IWANT lazy repair on each
-//      heartbeat to D_lazy=6 peers), each hop a link delay and the receiver's validation (signature
+//   1. gossip of one catalog change: gossipsub v1.1 as svc-node configures it (D=3 mesh, D_lo=2,
+//      D_hi=6, flood publish to the publisher's connected members, IHAVE/IWANT lazy repair on each
+//      heartbeat to D_lazy=3 peers), each hop a link delay and the receiver's validation (signature
 //      check + apply), with a share of mesh links broken by churn;
 //   2. Kademlia lookups (k=20, alpha=3) over real XOR distances between random 48-bit ids, each
 //      node's routing table sampled per bucket: hops, messages and time of a provider lookup, and
@@ -34,7 +34,7 @@ export const DEFAULTS = {
   validateMs: 2,
   /** gossipsub heartbeat (svc-node: 250 ms on small federations; 1 s is gossipsub's default) */
   heartbeatMs: 1000,
-  D: 6, Dlo: 4, Dhi: 12, Dlazy: 6,
+  D: 3, Dlo: 2, Dhi: 6, Dlazy: 3,
   /** a node keeps connections to at most this many members (member-keeper targetMembers) */
   maxConnections: 64,
   /** share of mesh links broken (peers gone) when a message goes out: 25 % churn, before the mesh repairs */

@@ -6,6 +6,7 @@ import type { SvcMetrics } from '../engine/metrics.js'
 import { createFederation, type Federation } from './federation.js'
 import { loadOrCreatePeerIdentity } from './identity.js'
 import type { FederationLogger } from './logger.js'
+import { DEFAULT_GOSSIP_MESH_DEGREE } from './node.js'
 
 /** The `federation:` section of the node config (defaults in config/default.yaml). */
 export const federationConfigSchema = z.object({
@@ -36,6 +37,8 @@ export const federationConfigSchema = z.object({
   registration_ttl_ms: z.number().int().min(10_000).max(30 * 86_400_000),
   /** at most this many nodes known from registrations only (the least recently heard of go first) */
   max_registrations: z.number().int().min(1).max(1_000_000),
+  /** gossipsub mesh degree: every member receives about this many copies of every change, plus one */
+  gossip_mesh_degree: z.number().int().min(1).max(12),
   /** a connected peer has this long to prove membership (a verified certificate); otherwise it is refused */
   membership_timeout_ms: z.number().int().min(100).max(600_000),
   /** a refused peer's redials are refused, both ways, for this long */
@@ -72,6 +75,7 @@ export const federationConfigDefaults: FederationConfig = {
   sync_retire_origins_after_ms: 604_800_000,
   registration_ttl_ms: 3_600_000,
   max_registrations: 10_000,
+  gossip_mesh_degree: DEFAULT_GOSSIP_MESH_DEGREE,
   membership_timeout_ms: 5000,
   refusal_backoff_ms: 30000,
   results: {
@@ -125,6 +129,7 @@ export async function startDaemonFederation(config: FederationConfig, components
     registrationTtlMs: config.registration_ttl_ms,
     maxRegistrations: config.max_registrations,
     membershipTimeoutMs: config.membership_timeout_ms,
+    gossipMeshDegree: config.gossip_mesh_degree,
     denyMs: config.refusal_backoff_ms,
     ...(components.wheelDirs ? { wheelDirs: components.wheelDirs } : {}),
     results: {
