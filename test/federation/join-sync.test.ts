@@ -27,35 +27,42 @@ describe('a member joining', () => {
   afterAll(() => stopMembers([c, a, b]))
 
   it('the newcomer pulls the catalog itself, one round at a time, while the older members wait out their jitter', async () => {
-    const roundsBefore = { a: roundsOf(a), b: roundsOf(b) }
     const { engine } = await createTestEngine()
-    const federation = loopbackFederation(engine, await newIdentity(), [a.federation.node.multiaddrs()[0]!, b.federation.node.multiaddrs()[0]!], { maxConcurrentSyncs: 1 })
+    const identity = await newIdentity()
+    const federation = loopbackFederation(engine, identity, [a.federation.node.multiaddrs()[0]!, b.federation.node.multiaddrs()[0]!], { maxConcurrentSyncs: 1 })
     c = { engine, federation }
-    // every sync request C makes, and how many of C's rounds had one in flight at once
-    const node = federation.node
-    const request = node.request.bind(node)
-    const inFlight = new Set<string>()
-    let most = 0
-    node.request = async (peerId, protocol, body, timeoutMs) => {
-      if (protocol !== SYNC_SUMMARY_PROTOCOL && protocol !== SYNC_PROTOCOL) return request(peerId, protocol, body, timeoutMs)
-      inFlight.add(peerId)
-      most = Math.max(most, inFlight.size)
-      try {
-        return await request(peerId, protocol, body, timeoutMs)
-      } finally {
-        inFlight.delete(peerId)
+    // the sync requests a member makes: to whom, and (C's) how many rounds had one in flight at once
+    const spy = (m: Member): { to: string[]; most: () => number } => {
+      const node = m.federation.node
+      const request = node.request.bind(node)
+      const to: string[] = []
+      const inFlight = new Set<string>()
+      let most = 0
+      node.request = async (peerId, protocol, body, timeoutMs) => {
+        if (protocol !== SYNC_SUMMARY_PROTOCOL && protocol !== SYNC_PROTOCOL) return request(peerId, protocol, body, timeoutMs)
+        to.push(peerId)
+        inFlight.add(peerId)
+        most = Math.max(most, inFlight.size)
+        try {
+          return await request(peerId, protocol, body, timeoutMs)
+        } finally {
+          inFlight.delete(peerId)
+        }
       }
+      return { to, most: () => most }
     }
+    const [fromA, fromB, fromC] = [spy(a), spy(b), spy(c)]
     await federation.start()
     await waitFor(() => federation.node.members().length === 2, 20_000)
     // C's rounds with both members ran (its catalog is theirs) and never two at once
     await waitFor(() => roundsOf(c!) >= 2, 20_000)
     expect(await digestOf(c)).toBe(await digestOf(a))
     expect(c.federation.catalog.received.sync).toBeGreaterThanOrEqual(6)
-    expect(most).toBe(1)
+    expect(new Set(fromC.to)).toEqual(new Set([a.federation.nodeId, b.federation.nodeId]))
+    expect(fromC.most()).toBe(1)
     // A and B started no round with C: theirs waits out the jitter
-    expect(roundsOf(a)).toBe(roundsBefore.a)
-    expect(roundsOf(b)).toBe(roundsBefore.b)
+    expect(fromA.to).not.toContain(identity.peerId)
+    expect(fromB.to).not.toContain(identity.peerId)
     // a round A starts meanwhile replaces the one its join scheduled, and finds equal roots
     const equal = a.federation.catalog.rounds.equal
     expect(await a.federation.catalog.syncWith(c.federation.nodeId)).toBe('equal')
