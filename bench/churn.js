@@ -170,6 +170,7 @@ export async function runChurn(options = {}) {
     if (p === undefined) return startNode(node, bootstrap, attempt + 1)
     node.proc = p
     node.pid = p.pid
+    node.pids = [...(node.pids ?? []), p.pid]
     node.base = p.value.replace(/\/+$/, '')
     node.events = await systemEvents(node.base, node.arrived)
     const down = node.downs[node.downs.length - 1]
@@ -444,6 +445,19 @@ export async function runChurn(options = {}) {
     report.churn_publish_to_visible_everywhere = { ...summarize(lat), of: churnPublished.length, visible_everywhere: lat.length }
     const latSettled = churnPublished.map((e) => visibleAll(e, true)).filter((v) => v !== undefined)
     report.churn_publish_to_visible_on_settled_nodes = { ...summarize(latSettled), of: churnPublished.length, settled_ms: SETTLED_MS }
+    // the slowest changes: where each was late, and the churn around it (what to look at first)
+    const slowest = churnPublished.map((e) => ({ e, ms: visibleAll(e) })).filter((x) => x.ms !== undefined).sort((a, b) => b.ms - a.ms).slice(0, 5)
+    report.churn_slowest = slowest.map(({ e, ms }) => ({
+      at_s: round((e.at - churnStart) / 1000), publisher: e.publisher, ms: round(ms, 0),
+      late: e.targets.map((name) => all.find((x) => x.name === name)).filter((x) => stableFor(x, e.at) && x.arrived.get(e.short) - e.at > 500)
+        .map((x) => ({ node: x.name, ms: round(x.arrived.get(e.short) - e.at, 0), up_s: round((e.at - Math.max(...x.starts.filter((t) => t <= e.at))) / 1000) })),
+    }))
+    if (options.dump) {
+      writeFileSync(options.dump, JSON.stringify(published.map((e) => ({
+        short: e.short, publisher: e.publisher, at: e.at, churn: e.at >= churnStart,
+        arrivals: e.targets.map((name) => all.find((x) => x.name === name)).map((x) => ({ name: x.name, pids: x.pids, stable: stableFor(x, e.at), arrived: x.arrived.get(e.short) ?? null })),
+      })).concat([{ churn_start: churnStart, events: churnLog }])))
+    }
     report.churn_executions = {
       ...summarize(executions.filter((e) => e.ok).map((e) => e.ms)), attempts: executions.length, ok: executions.filter((e) => e.ok).length,
       failures: executions.filter((e) => !e.ok).slice(0, 10).map((e) => ({ status: e.status, code: e.code, kind: e.kind })),
@@ -526,7 +540,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const nodes = Number(arg('nodes', 20))
   const seconds = Number(arg('seconds', 120))
   const out = arg('out', join(ROOT, 'bench', 'results', `churn-${nodes}.json`))
-  const report = await runChurn({ nodes, seconds })
+  const report = await runChurn({ nodes, seconds, dump: arg('dump', undefined) })
   mkdirSync(join(out, '..'), { recursive: true })
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`)
   console.log(table(report))
