@@ -6,7 +6,8 @@ import type { Uint8ArrayList } from 'uint8arraylist'
 
 /**
  * The one place this project reaches into @libp2p/kad-dht (16.x) past its public API: to write a
- * batch of provider records to a member over one stream (`FederationNode.provideMany`).
+ * batch of provider records to a member over one stream (`FederationNode.provideMany`), and to read
+ * the records a node already holds (`FederationNode.providers`).
  *
  * Why: the public `contentRouting.provide(cid)` takes one key and always walks the DHT (a FIND_NODE
  * query for the k closest peers), then opens one stream per closest peer for its one ADD_PROVIDER
@@ -24,7 +25,10 @@ import type { Uint8ArrayList } from 'uint8arraylist'
  *   node as a provider in its own store, which `provide` writes first and kad-dht's reprovider
  *   reads (every node's own records under `<datastorePrefix>/provider`) to refresh them before
  *   they expire (48 h);
- * - the instance's `k` (its bucket size, 20 unless configured).
+ * - the instance's `k` (its bucket size, 20 unless configured);
+ * - `providers.getProviders(cid)`: the provider records this node holds for a key (what kad-dht's
+ *   own `findProviders` yields first, before it walks), so that a small federation's lookups can
+ *   answer from them (`FederationNode.providers`).
  */
 
 /** kad-dht's bucket size when the instance does not say (@libp2p/kad-dht KBUCKET_SIZE) */
@@ -60,6 +64,8 @@ export interface KadDhtBatchWriter {
    * instead, which rejects. Closes the stream.
    */
   writeRecords(stream: Stream, keys: readonly CID[], provider: { id: PeerId; multiaddrs: readonly Multiaddr[] }, options: AbortOptions): Promise<void>
+  /** The providers of `cid` in this node's own store (records other nodes wrote to it, and its own). */
+  storedProviders(cid: CID, options?: AbortOptions): Promise<PeerId[]>
 }
 
 let messageModule: Promise<MessageModule | undefined> | undefined
@@ -82,16 +88,18 @@ function loadMessageModule(): Promise<MessageModule | undefined> {
 
 /** The batch writer over a kad-dht service instance, or undefined when its internals are not what this adapter knows. */
 export async function kadDhtBatchWriter(dht: unknown): Promise<KadDhtBatchWriter | undefined> {
-  const instance = dht as { providers?: { addProvider?: unknown }; k?: unknown } | undefined
+  const instance = dht as { providers?: { addProvider?: unknown; getProviders?: unknown }; k?: unknown } | undefined
   const providers = instance?.providers
-  if (typeof providers?.addProvider !== 'function') return undefined
+  if (typeof providers?.addProvider !== 'function' || typeof providers.getProviders !== 'function') return undefined
   const mod = await loadMessageModule()
   if (mod === undefined) return undefined
   const { Message, MessageType } = mod
   const addProvider = providers.addProvider as (cid: CID, peer: PeerId, options?: AbortOptions) => Promise<void>
+  const getProviders = providers.getProviders as (cid: CID, options?: AbortOptions) => Promise<PeerId[]>
   return {
     k: typeof instance!.k === 'number' && instance!.k > 0 ? instance!.k : KAD_DHT_K,
     recordSelf: (cid, self, options) => addProvider.call(providers, cid, self, options),
+    storedProviders: (cid, options) => getProviders.call(providers, cid, options),
     async writeRecords(stream, keys, provider, options) {
       const peer = { id: provider.id.toMultihash().bytes, multiaddrs: provider.multiaddrs.map((ma) => ma.bytes) }
       const messages: DhtMessage[] = keys.map((cid) => ({ type: MessageType.ADD_PROVIDER, key: cid.multihash.bytes, providers: [peer] }))

@@ -517,10 +517,8 @@ export class FederationNode {
     const unique = [...new Set(digests)]
     const cids = unique.map(cidOfDigest) // a malformed digest throws before anything is sent
     const writer = await this.batchWriter()
-    const maxNodes = this.init.providerBatchMaxNodes ?? writer?.k ?? 0
     const members = this.members()
-    const federationSize = Math.max(members.length, this.routingTable().verified.length) + 1
-    if (writer === undefined || unique.length === 0 || federationSize > maxNodes) return this.provideByWalks(unique, timeoutMs)
+    if (writer === undefined || unique.length === 0 || !this.withinK(writer)) return this.provideByWalks(unique, timeoutMs)
     const node = this.p2p
     for (const cid of cids) await writer.recordSelf(cid, node.peerId)
     const provider = { id: node.peerId, multiaddrs: node.getMultiaddrs() }
@@ -558,6 +556,17 @@ export class FederationNode {
     return { path: 'walk', announced, reached: 0, failed: 0 }
   }
 
+  /**
+   * Whether the federation has at most k nodes (`providerBatchMaxNodes`, else kad-dht's bucket
+   * size): then the k closest peers to any key are all its members. Judged by the larger of the
+   * connected members and the verified peers in the DHT routing table, so a node not yet connected
+   * to every member of a larger federation does not count it small.
+   */
+  private withinK(writer: KadDhtBatchWriter): boolean {
+    const maxNodes = this.init.providerBatchMaxNodes ?? writer.k
+    return Math.max(this.members().length, this.routingTable().verified.length) + 1 <= maxNodes
+  }
+
   /** kad-dht's internals for `provideMany` (undefined when the adapter does not recognise them, or batches are off) */
   private batchWriter(): Promise<KadDhtBatchWriter | undefined> {
     if (this.init.providerBatchMaxNodes === 0) return Promise.resolve(undefined)
@@ -572,10 +581,33 @@ export class FederationNode {
    * Members that announced `digestHex`, yielded as the DHT query finds them (so a caller can try
    * the first one at once); records of non-members are ignored. Ends after `max` members or
    * `timeoutMs`, whichever comes first.
+   *
+   * While the federation has at most k nodes, the records this node holds answer, when they name
+   * a member: every provider record went to every member (`provideMany`), so a walk would ask
+   * every member for what this node already has. That walk (kad-dht's GET_PROVIDERS to every
+   * member, a stream each) cost about 0.7 CPU-s across 20 loopback nodes per lookup, measured
+   * (docs/federation-scale.md). A node without such a record (it joined after the announcement,
+   * or the record has not reached it yet) walks, as past k nodes.
    */
   async *providers(digestHex: string, options: { timeoutMs?: number; max?: number } = {}): AsyncGenerator<FederationMember> {
     const seen = new Set<string>()
     let yielded = 0
+    const writer = await this.batchWriter()
+    if (writer !== undefined && this.withinK(writer)) {
+      const stored = await writer.storedProviders(cidOfDigest(digestHex)).catch(() => [])
+      const members: FederationMember[] = []
+      for (const id of stored.map(String)) {
+        if (id === this.peerId || seen.has(id)) continue
+        seen.add(id)
+        const member = this.member(id)
+        if (member !== undefined) members.push(member)
+      }
+      if (members.length > 0) {
+        yield* members.slice(0, options.max ?? 20)
+        return
+      }
+      seen.clear()
+    }
     const controller = new AbortController()
     const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(options.timeoutMs ?? 3_000)])
     try {

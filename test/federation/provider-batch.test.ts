@@ -16,7 +16,12 @@ const digests = (label: string, n: number): string[] => Array.from({ length: n }
  * `from.provideMany(batch)`, counting the DHT streams each of `nodes` accepts from `from` meanwhile
  * (libp2p middleware, after the membership gate).
  */
-async function provideCountingStreams(from: FederationNode, nodes: FederationNode[], batch: string[]): Promise<{ result: ProvideManyResult; streams: Map<string, number> }> {
+function provideCountingStreams(from: FederationNode, nodes: FederationNode[], batch: string[]): Promise<{ result: ProvideManyResult; streams: Map<string, number> }> {
+  return countingStreams(from, nodes, () => from.provideMany(batch))
+}
+
+/** `action()`, counting the DHT streams each of `nodes` accepts from `from` meanwhile. */
+async function countingStreams<T>(from: FederationNode, nodes: FederationNode[], action: () => Promise<T>): Promise<{ result: T; streams: Map<string, number> }> {
   const streams = new Map<string, number>()
   for (const n of nodes) {
     streams.set(n.peerId, 0)
@@ -26,7 +31,7 @@ async function provideCountingStreams(from: FederationNode, nodes: FederationNod
     })
   }
   try {
-    return { result: await from.provideMany(batch), streams }
+    return { result: await action(), streams }
   } finally {
     for (const n of nodes) n.p2p.unuse(DHT_PROTOCOL)
   }
@@ -90,6 +95,26 @@ describe('provider records in batches (4 members on loopback)', () => {
       for (const d of batch) expect(await ownStore(m, d), `record of ${d} on ${m.peerId}`).toContain(walker.peerId)
       expect((await m.findProviders(batch[3]!, { timeoutMs: 3_000 })).map((p) => p.peerId)).toEqual([walker.peerId])
     }
+  })
+
+  it('within k, a lookup answers from the records the node holds (no DHT stream); with none, or past k, it walks', async () => {
+    const [publisher, looker] = nodes as [FederationNode, FederationNode]
+    const others = (n: FederationNode): FederationNode[] => nodes.filter((o) => o !== n)
+    const total = (streams: Map<string, number>): number => [...streams.values()].reduce((a, b) => a + b, 0)
+    const [digest] = digests('held', 1) as [string]
+    expect((await publisher.provideMany([digest])).path).toBe('members')
+    const held = await countingStreams(looker, others(looker), () => looker.findProviders(digest, { timeoutMs: 3_000 }))
+    expect(held.result.map((p) => p.peerId)).toEqual([publisher.peerId])
+    expect(total(held.streams)).toBe(0)
+    // a digest nobody announced: no record here, so the query asks the members (and finds none)
+    const unknown = await countingStreams(looker, others(looker), () => looker.findProviders(digestOf('announced by nobody'), { timeoutMs: 3_000 }))
+    expect(unknown.result).toEqual([])
+    expect(total(unknown.streams)).toBeGreaterThan(0)
+    // the walker (a limit of 3 for 4 nodes: as past k) holds the record too, and walks all the same
+    expect(await ownStore(walker, digest)).toContain(publisher.peerId)
+    const walked = await countingStreams(walker, others(walker), () => walker.findProviders(digest, { timeoutMs: 3_000 }))
+    expect(walked.result.map((p) => p.peerId)).toEqual([publisher.peerId])
+    expect(total(walked.streams)).toBeGreaterThan(0)
   })
 
   it('a malformed digest refuses the whole batch before anything is sent', async () => {
