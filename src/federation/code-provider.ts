@@ -142,11 +142,18 @@ export class CodeProvider {
       if (node.started && change.kind !== 'branch' && change.op === 'added') this.announcer.enqueue(change.fn.content_digest)
     }))
     // what it published at any size; what it fetched too once the federation is past k nodes, and
-    // when it grows past them
+    // when it grows past them: once per run. Past k each record is a DHT walk, so announcing all
+    // the code a node holds is a walk per digest; a federation whose size moves across k (a member
+    // restarting in one of k + 1 nodes) would otherwise make every member do it again each time.
+    // The records made once are kept by kad-dht's reprovider (refreshed daily, 48 h expiry).
     let wasRecording = this.recording
+    let announcedAll = wasRecording
     this.unsubscribe.push(node.onMember(() => {
       const now = this.recording
-      if (now && !wasRecording) void this.provideAll()
+      if (now && !wasRecording && !announcedAll) {
+        announcedAll = true
+        void this.provideAll()
+      }
       wasRecording = now
     }))
     void this.provideAll()
