@@ -278,7 +278,7 @@ export async function runChurn(options = {}) {
      */
     const SETTLED_MS = 30_000
     const settledAt = (node, at) => !node.starts.some((t) => t <= at && t > at - SETTLED_MS)
-    const visibleAll = (entry, onlySettled = false) => {
+    const visibleAll = (entry, { onlySettled = false } = {}) => {
       let latest = 0
       for (const name of entry.targets) {
         const node = all.find((x) => x.name === name)
@@ -303,7 +303,7 @@ export async function runChurn(options = {}) {
     await meter.sample()
     const burstBytes = trafficSum() - burstFrom.bytes - idleRate * ((performance.now() - burstFrom.t) / 1000)
     report.traffic_per_change_bytes_per_node = round(burstBytes / burst.length / live().length, 0)
-    const burstLat = burst.map(visibleAll).filter((v) => v !== undefined)
+    const burstLat = burst.map((e) => visibleAll(e)).filter((v) => v !== undefined)
     report.no_churn_publish_to_visible_everywhere = { ...summarize(burstLat), of: burst.length }
     log(`traffic: idle ${report.traffic_idle_bytes_per_node_per_s} B/s/node, ${report.traffic_per_change_bytes_per_node} B/change/node; publish→visible p50 ${report.no_churn_publish_to_visible_everywhere.p50_ms} ms`)
 
@@ -441,9 +441,9 @@ export async function runChurn(options = {}) {
     report.after_churn_listed = reformed.counts
 
     const churnPublished = published.filter((e) => e.at >= churnStart)
-    const lat = churnPublished.map(visibleAll).filter((v) => v !== undefined)
+    const lat = churnPublished.map((e) => visibleAll(e)).filter((v) => v !== undefined)
     report.churn_publish_to_visible_everywhere = { ...summarize(lat), of: churnPublished.length, visible_everywhere: lat.length }
-    const latSettled = churnPublished.map((e) => visibleAll(e, true)).filter((v) => v !== undefined)
+    const latSettled = churnPublished.map((e) => visibleAll(e, { onlySettled: true })).filter((v) => v !== undefined)
     report.churn_publish_to_visible_on_settled_nodes = { ...summarize(latSettled), of: churnPublished.length, settled_ms: SETTLED_MS }
     // the slowest changes: where each was late, and the churn around it (what to look at first)
     const slowest = churnPublished.map((e) => ({ e, ms: visibleAll(e) })).filter((x) => x.ms !== undefined).sort((a, b) => b.ms - a.ms).slice(0, 5)
