@@ -158,6 +158,12 @@ export class FederationNode {
   private readonly init: FederationNodeInit
   private readonly log: FederationLogger
   private readonly membership: Membership
+  /**
+   * Members that left (their connection closed) and have not come back, oldest first: kad-dht keeps
+   * them in its routing table until it evicts them, and they must not make the federation look
+   * larger than it is (`withinK`).
+   */
+  private readonly departed = new Set<string>()
   private readonly gossipHandlers = new Map<string, GossipHandler>()
   /** whether this libp2p node's gossip reaches `gossipHandlers` (one listener per libp2p node) */
   private listeningToGossip = false
@@ -193,6 +199,13 @@ export class FederationNode {
       backoffMs: init.denyMs ?? 30_000,
       maxDenied: init.maxDenied ?? 10_000,
     }, { logger: this.log, onRefused: components.onRefused, onMembersChanged: components.onMembersChanged })
+    this.membership.onMember((event, member) => {
+      this.departed.delete(member.peerId)
+      if (event === 'left') {
+        this.departed.add(member.peerId)
+        if (this.departed.size > MAX_DEPARTED) this.departed.delete(this.departed.values().next().value!)
+      }
+    })
   }
 
   get started(): boolean {
@@ -560,11 +573,15 @@ export class FederationNode {
    * Whether the federation has at most k nodes (`providerBatchMaxNodes`, else kad-dht's bucket
    * size): then the k closest peers to any key are all its members. Judged by the larger of the
    * connected members and the verified peers in the DHT routing table, so a node not yet connected
-   * to every member of a larger federation does not count it small.
+   * to every member of a larger federation does not count it small; members that left and have not
+   * come back are not counted (a federation of k nodes where one leaves and another joins would
+   * count k + 1 until kad-dht evicted the one that left: walks, for every lookup and record, at the
+   * size where they find nothing new).
    */
   private withinK(writer: KadDhtBatchWriter): boolean {
     const maxNodes = this.init.providerBatchMaxNodes ?? writer.k
-    return Math.max(this.members().length, this.routingTable().verified.length) + 1 <= maxNodes
+    const inTable = this.routingTable().verified.filter((id) => !this.departed.has(id)).length
+    return Math.max(this.members().length, inTable) + 1 <= maxNodes
   }
 
   /** kad-dht's internals for `provideMany` (undefined when the adapter does not recognise them, or batches are off) */
@@ -647,6 +664,9 @@ export class FederationNode {
  * still reaches members the publisher is not connected to. Large federations may raise it.
  */
 export const DEFAULT_GOSSIP_MESH_DEGREE = 3
+
+/** departed members remembered (FederationNode.departed): beyond, the oldest is forgotten */
+const MAX_DEPARTED = 10_000
 
 /**
  * gossipsub's degrees for a mesh degree D, in the proportions of its defaults (D=6: D_lo 4,

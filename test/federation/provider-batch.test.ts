@@ -149,4 +149,28 @@ describe('provider records in batches (4 members on loopback)', () => {
       await intruder.stop()
     }
   })
+
+  it('a member that left does not count towards k while the DHT routing table still holds it', async () => {
+    // within k for it: the 4 members and itself (a limit of 5)
+    const judge = await startNode({ bootstrap: [nodes[0]!.multiaddrs()[0]!], init: { providerBatchMaxNodes: 5 } })
+    let extra: FederationNode | undefined
+    try {
+      for (const n of nodes) await judge.dial(n.multiaddrs()[0]!).catch(() => undefined)
+      await waitFor(() => judge.members().length === nodes.length, 20_000)
+      expect((await judge.provideMany(digests('judge within', 1))).path).toBe('members')
+      // a sixth node: past the limit
+      extra = await startNode({ bootstrap: [judge.multiaddrs()[0]!] })
+      await waitFor(() => judge.member(extra!.peerId) !== undefined && judge.routingTable().verified.includes(extra!.peerId), 20_000)
+      expect((await judge.provideMany(digests('judge past', 1))).path).toBe('walk')
+      // it leaves: its connection closes, and kad-dht's routing table still lists it
+      await extra.stop()
+      await waitFor(() => judge.member(extra!.peerId) === undefined, 20_000)
+      expect(judge.routingTable().verified).toContain(extra.peerId)
+      expect((await judge.provideMany(digests('judge after', 1))).path).toBe('members')
+      extra = undefined
+    } finally {
+      await extra?.stop()
+      await judge.stop()
+    }
+  })
 })
