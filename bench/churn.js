@@ -5,6 +5,7 @@
 // federation CA). Prints a table and writes JSON.
 //
 //   node bench/churn.js [--nodes=20] [--seconds=120] [--out=bench/results/churn-20.json]
+//     [--dump=FILE: every change's arrival on every node] [--logs=DIR: every daemon run's log]
 //
 // Needs `npm run build`. Every daemon is stopped on exit (bench/lib.js kills what it started).
 import { execFile, execFileSync } from 'node:child_process'
@@ -184,6 +185,8 @@ export async function runChurn(options = {}) {
     node.ready = false
     node.events?.close()
     await node.proc?.stop()
+    // each run of each daemon's log, when asked (--logs=DIR)
+    if (options.logs && node.proc) writeFileSync(join(options.logs, `${node.name}-${node.starts.length}.log`), node.proc.output())
     node.proc = undefined
   }
 
@@ -540,7 +543,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const nodes = Number(arg('nodes', 20))
   const seconds = Number(arg('seconds', 120))
   const out = arg('out', join(ROOT, 'bench', 'results', `churn-${nodes}.json`))
-  const report = await runChurn({ nodes, seconds, dump: arg('dump', undefined) })
+  const logs = arg('logs', undefined)
+  if (logs) mkdirSync(logs, { recursive: true })
+  const report = await runChurn({ nodes, seconds, dump: arg('dump', undefined), logs })
   mkdirSync(join(out, '..'), { recursive: true })
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`)
   console.log(table(report))
