@@ -45,7 +45,7 @@ export interface KeptNode {
   dialPeer(peerId: string): Promise<void>
   ensureMember(peerId: string): Promise<unknown>
   onMember(listener: (event: 'joined' | 'left', member: { peerId: string }) => void): () => void
-  subscribe(topic: string, handler: (payload: unknown, origin: { peerId: string }) => void, validate?: (payload: unknown, publisher: { peerId: string }) => 'accept' | 'reject' | 'ignore'): void
+  subscribe(topic: string, handler: (payload: unknown, origin: { peerId: string }) => void, validate?: (payload: unknown, publisher: { peerId: string }) => 'accept' | 'reject' | 'ignore', addressesOf?: (payload: unknown) => readonly string[]): void
   publish(topic: string, payload: unknown): Promise<void>
 }
 
@@ -144,7 +144,7 @@ export class MemberKeeper {
     }, (payload, publisher) => {
       if (presenceOf(payload) === undefined) return 'reject'
       return this.admitPresence(publisher.peerId)
-    })
+    }, (payload) => presenceOf(payload)?.addrs ?? []) // a fresh node is dialled at the addresses it announces, not looked up in the DHT
     this.offs.push(node.onMember((event, member) => {
       if (event === 'joined') {
         this.remember(member.peerId, [])
