@@ -8,6 +8,7 @@ import { BRANCH_NAME, type BranchedLedgerEntry, type BranchMove } from '../branc
 import { LruCache } from '../lru.js'
 import { Mutex } from '../mutex.js'
 import type { CatalogStore, LevelDatabase } from '../storage/catalog-store.js'
+import { readNow } from '../storage/read-now.js'
 import type { FunctionVersion, LedgerEntry } from '../types.js'
 import { signedBytes, withoutCode, type ChangeAuthenticator, type ChangeRejection, type ChangeVerdict } from './change-authenticator.js'
 import { HybridLogicalClock } from './hlc.js'
@@ -246,6 +247,11 @@ export class CatalogReplica {
   private meta!: Json
   private origins!: Json
   private readonly lock: Mutex
+  /**
+   * `catalogKey`s of the versions `repl_moves` holds moves for (loaded at start, added by each
+   * move): a replicated version without any, nearly all of them, reads none
+   */
+  private readonly movedVersions = new Set<string>()
   private readonly vector: VersionVector = {}
   /** origin → the wall time (ms) of the HLC of its change at `vector[origin]` (its last change) */
   private readonly lastChangeAt = new Map<string, number>()
@@ -295,6 +301,10 @@ export class CatalogReplica {
       await this.meta.put('origin', origin)
     }
     this.origin = origin
+    for await (const value of this.moves.values()) {
+      const m = value as StoredMove
+      this.movedVersions.add(catalogKey(m.tenant_id, m.function_name, m.move.version))
+    }
     for await (const key of this.log.keys()) {
       const [o, seq] = key.split('/') as [string, string]
       this.vector[o] = Math.max(this.vector[o] ?? 0, Number(seq))
@@ -580,7 +590,7 @@ export class CatalogReplica {
     const ordered = valid.sort((a, b) => (a.origin === b.origin ? a.seq - b.seq : a.hlc < b.hlc ? -1 : 1))
     const verified: CatalogChange[] = []
     for (const c of ordered) {
-      const held = (await this.log.get(`${c.origin}/${pad(c.seq)}`)) as CatalogChange | undefined
+      const held = await readNow<CatalogChange>(this.log, `${c.origin}/${pad(c.seq)}`)
       if (held !== undefined && held.sig === c.sig && sameBytes(signedBytes(held), signedBytes(c))) continue // already applied
       const verdict = await this.verifyChange(c, options.credentials)
       if (!verdict.ok) reject(c, verdict.reason, verdict.detail)
@@ -702,7 +712,7 @@ export class CatalogReplica {
   /** Inside the catalog lock. Undefined when the change was already held. */
   private async applyOne(c: CatalogChange, local: boolean): Promise<{ conflicts: CatalogConflict[] } | undefined> {
     const logKey = `${c.origin}/${pad(c.seq)}`
-    if (!local && (await this.log.get(logKey)) !== undefined) return undefined
+    if (!local && (await readNow(this.log, logKey)) !== undefined) return undefined
     if (!local) this.clock.observe(c.hlc)
     if (c.kind === 'branch') return this.applyMove(c, logKey, local)
     return this.applyVersion(c, logKey, local)
@@ -716,6 +726,7 @@ export class CatalogReplica {
       { type: 'put', sublevel: this.moves, key: moveKey(c.tenant_id, c.function_name, c.move.version, c.move.id), value: stored },
       { type: 'put', sublevel: this.meta, key: 'hlc', value: this.clock.last },
     ] as never, { sync: false } as object)
+    this.movedVersions.add(catalogKey(c.tenant_id, c.function_name, c.move.version))
     this.advance(c.origin, c.seq, c.hlc)
     if (!local) {
       const entry = (await this.store.getLedgerEntry(c.tenant_id, c.function_name, c.move.version)) as BranchedLedgerEntry | undefined
@@ -729,6 +740,7 @@ export class CatalogReplica {
 
   /** Moves recorded for (tenant, name, version) that its ledger entry may not carry yet. */
   private async movesOf(tenant: string, name: string, version: number): Promise<PlacedMove[]> {
+    if (!this.movedVersions.has(catalogKey(tenant, name, version))) return []
     const prefix = `${catalogKey(tenant, name, version)}\u0000`
     const out: PlacedMove[] = []
     for await (const value of this.moves.values({ gte: prefix, lt: `${prefix}\uffff` })) out.push((value as StoredMove).move)
@@ -781,7 +793,7 @@ export class CatalogReplica {
    * indexed and told); `winner` is the content that holds the key.
    */
   private async planVersion(c: VersionChange, logKey: string): Promise<{ ops: unknown[]; winner: Contender; commit(): CatalogConflict[] }> {
-    const before = ((await this.entries.get(c.key)) as Contender[] | undefined) ?? []
+    const before = (await readNow<Contender[]>(this.entries, c.key)) ?? []
     const contenders = before.map((x) => ({ ...x }))
     const same = contenders.find((x) => x.rufid_short === c.fn.rufid_short)
     if (c.op === 'deleted') {
@@ -824,28 +836,35 @@ export class CatalogReplica {
     }
   }
 
+  /**
+   * A version change: its replication records and, for a change from another replica, the version
+   * it materializes, in ONE batch (synced, as every catalog write of a version is): a node that
+   * stops between the two never holds the change without its version, which no sync would offer
+   * it again (the vector already counts it). Its reads take no turn of the event loop (`readNow`).
+   */
   private async applyVersion(c: VersionChange, logKey: string, local: boolean): Promise<{ conflicts: CatalogConflict[] }> {
     const plan = await this.planVersion(c, logKey)
-    await this.db.batch(plan.ops as never, { sync: false } as object)
-    const found = plan.commit()
-    const winner = plan.winner
-    if (!local) {
-      // materialize: the version itself (the loser stays stored, addressable by its hash), and the
-      // ledger entry of whichever content won the key, carrying every branch move recorded on that
-      // key (the stored entry's, the change's, and moves that arrived before the version)
-      const { tenant_id: tenant, function_name: name, version } = c.fn
-      const stored = await this.store.getFunction(tenant, c.fn.rufid_short, version)
-      const fn: FunctionVersion = stored && c.op !== 'deleted' ? stored : { ...(stored ?? c.fn), ...(c.op === 'deleted' ? { deleted_at: c.fn.deleted_at ?? c.hlc } : {}) }
-      const existing = (await this.store.getLedgerEntry(tenant, name, version)) as BranchedLedgerEntry | undefined
-      const base: BranchedLedgerEntry | undefined = winner.rufid_short === c.fn.rufid_short
-        ? { ...c.ledger, ...(winner.deleted_at !== undefined ? { deleted_at: winner.deleted_at } : {}) }
-        : existing
-      const moves = mergeMoves(mergeMoves(existing?.branches, (c.ledger as BranchedLedgerEntry).branches), await this.movesOf(tenant, name, version))
-      const ledger = base === undefined ? undefined : ({ ...base, ...(moves.length > 0 ? { branches: moves } : {}) } as LedgerEntry)
-      await this.store.putReplicatedVersion(fn, ledger)
-      for (const l of this.appliedListeners) l(fn)
-      if (ledger !== undefined && moves.length > 0) found.push(...(await this.refreshBranches(tenant, name, new Set(moves.map((m) => m.branch)))))
+    if (local) {
+      await this.db.batch(plan.ops as never, { sync: false } as object)
+      return { conflicts: plan.commit() }
     }
+    // materialize: the version itself (the loser stays stored, addressable by its hash), and the
+    // ledger entry of whichever content won the key, carrying every branch move recorded on that
+    // key (the stored entry's, the change's, and moves that arrived before the version)
+    const winner = plan.winner
+    const { tenant_id: tenant, function_name: name, version } = c.fn
+    const stored = await this.store.getFunction(tenant, c.fn.rufid_short, version)
+    const fn: FunctionVersion = stored && c.op !== 'deleted' ? stored : { ...(stored ?? c.fn), ...(c.op === 'deleted' ? { deleted_at: c.fn.deleted_at ?? c.hlc } : {}) }
+    const existing = (await this.store.getLedgerEntry(tenant, name, version)) as BranchedLedgerEntry | undefined
+    const base: BranchedLedgerEntry | undefined = winner.rufid_short === c.fn.rufid_short
+      ? { ...c.ledger, ...(winner.deleted_at !== undefined ? { deleted_at: winner.deleted_at } : {}) }
+      : existing
+    const moves = mergeMoves(mergeMoves(existing?.branches, (c.ledger as BranchedLedgerEntry).branches), await this.movesOf(tenant, name, version))
+    const ledger = base === undefined ? undefined : ({ ...base, ...(moves.length > 0 ? { branches: moves } : {}) } as LedgerEntry)
+    await this.db.batch([...plan.ops, ...this.store.replicatedVersionOps(fn, ledger)] as never, { sync: true } as object)
+    const found = plan.commit()
+    for (const l of this.appliedListeners) l(fn)
+    if (ledger !== undefined && moves.length > 0) found.push(...(await this.refreshBranches(tenant, name, new Set(moves.map((m) => m.branch)))))
     return { conflicts: found }
   }
 }

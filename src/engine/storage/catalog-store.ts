@@ -3,6 +3,7 @@ import type { BranchHead, BranchMove } from '../branches/types.js'
 import type { ExecutionRecord, FunctionStats, FunctionVersion, LedgerEntry } from '../types.js'
 import { ExecutionReceipts, type StoredExecutionRecord } from './execution-receipts.js'
 import { GroupCommit, type JsonSublevel } from './group-commit.js'
+import { readNow } from './read-now.js'
 import { DataFormatMismatch } from './storage-errors.js'
 
 /** Format of what this code writes. Bump it with a migration when the layout changes. */
@@ -12,7 +13,7 @@ export const DATA_FORMAT_VERSION = 1
 export type LevelDatabase = AbstractLevel<any, string, any>
 type Json = AbstractSublevel<LevelDatabase, unknown, string, unknown>
 
-interface PutOp {
+export interface PutOp {
   type: 'put'
   sublevel: Json
   key: string
@@ -159,7 +160,7 @@ export class CatalogStore {
   }
 
   async getFunction(tenant: string, short: string, version: number): Promise<FunctionVersion | undefined> {
-    return (await this.functions.get(functionKey(tenant, short, version))) as FunctionVersion | undefined
+    return readNow<FunctionVersion>(this.functions, functionKey(tenant, short, version))
   }
 
   /** Every stored version of one hash for a tenant, newest first (tombstones included). */
@@ -264,15 +265,23 @@ export class CatalogStore {
    * and the ledger entry when that content holds the key (a conflict's loser has none), atomically.
    */
   async putReplicatedVersion(fn: FunctionVersion, ledger: LedgerEntry | undefined): Promise<void> {
-    await this.write([
+    await this.write(this.replicatedVersionOps(fn, ledger), true)
+  }
+
+  /**
+   * The batch operations `putReplicatedVersion` writes, for a caller that writes them in one batch
+   * with its own (the replica: a change's log entry and the version it materializes, together).
+   */
+  replicatedVersionOps(fn: FunctionVersion, ledger: LedgerEntry | undefined): PutOp[] {
+    return [
       { type: 'put', sublevel: this.functions, key: functionKey(fn.tenant_id, fn.rufid_short, fn.version), value: fn },
       { type: 'put', sublevel: this.digests, key: fn.rufid_short, value: fn.content_digest },
       ...(ledger ? [{ type: 'put' as const, sublevel: this.ledger, key: ledgerKey(ledger.tenant_id, ledger.function_name, ledger.version), value: ledger }] : []),
-    ], true)
+    ]
   }
 
   async getLedgerEntry(tenant: string, name: string, version: number): Promise<LedgerEntry | undefined> {
-    return (await this.ledger.get(ledgerKey(tenant, name, version))) as LedgerEntry | undefined
+    return readNow<LedgerEntry>(this.ledger, ledgerKey(tenant, name, version))
   }
 
   /** Live (not deleted) function versions of a tenant, in key order. */
