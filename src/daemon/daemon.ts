@@ -150,7 +150,11 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       ...(config.server.console ? { console: {} } : {}),
       node: { version: VERSION, sandboxWorkers: x.workers, sandboxIsolation: osIsolation.status, federation: config.federation.enabled },
     },
-    { engine, logger: logger.child({ component: 'rest' }), isDraining: () => draining },
+    {
+      engine, logger: logger.child({ component: 'rest' }), isDraining: () => draining,
+      // a federated node serves once it caught up with a member (federation.ready_timeout_ms at most)
+      ...(config.federation.enabled ? { isJoining: () => !(federation?.federation.ready ?? false) } : {}),
+    },
   )
   const graphqlInit = {
     maxDepth: config.graphql.max_depth,
@@ -233,11 +237,18 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       url = `${tls.enabled ? 'https' : 'http'}://${host}:${address.port}`
       if (shareBase === '') shareBase = `${url}/api/v1/functions`
       if (grpc) {
+        // gRPC health says what /readyz says: NOT_SERVING until the federation caught up
+        if (config.federation.enabled) grpc.setServing(false)
         const { port } = await grpc.start()
         grpcUrl = `${config.grpc.host}:${port}`
       }
       federation = await startDaemonFederation(config.federation, {
         engine, logger: logger.child({ component: 'federation' }), metrics: engine.metrics, dataDir: config.data_dir, endpoint: url, wheelDirs,
+      })
+      federation?.federation.onReady((reason) => {
+        if (draining) return
+        grpc?.setServing(true)
+        logger.info({ reason }, 'federation ready: serving')
       })
       if (config.server.console) announceConsole(url, keyShown, engine.authMode, announce, logger)
       // every door listens: node.started is the lifecycle event each new system subscriber gets first

@@ -209,6 +209,9 @@ export class CatalogSync {
   /** members that joined → the timer of the round with them (see `newcomerWindowMs`) */
   private readonly joinRounds = new Map<string, NodeJS.Timeout>()
   private startedAt = 0
+  /** set once a round pulled everything a member had (see `caughtUp`) */
+  private caughtUpWith: string | undefined
+  private readonly caughtUpListeners = new Set<(peerId: string) => void>()
 
   constructor(
     private readonly init: CatalogSyncInit,
@@ -266,6 +269,35 @@ export class CatalogSync {
     this.running = true
     this.antiEntropyMs = this.baseIntervalMs()
     this.armAntiEntropy(this.antiEntropyMs)
+  }
+
+  /**
+   * Whether this node caught up with the federation since it started: a sync round pulled
+   * everything a member had (their roots were equal, or the last page it pulled did not say
+   * `more`). Until then its catalog may lack what was published while it was away or before it
+   * existed (the daemon's readiness waits for this; federation.ts `ready`).
+   */
+  get caughtUp(): boolean {
+    return this.caughtUpWith !== undefined
+  }
+
+  /** Calls `listener` once this node has caught up (at once when it has). Returns the unsubscribe. */
+  onCaughtUp(listener: (peerId: string) => void): () => void {
+    if (this.caughtUpWith !== undefined) {
+      listener(this.caughtUpWith)
+      return () => undefined
+    }
+    this.caughtUpListeners.add(listener)
+    return () => this.caughtUpListeners.delete(listener)
+  }
+
+  /** A round pulled everything `peerId` had. */
+  private pulledAllOf(peerId: string): void {
+    if (this.caughtUpWith !== undefined) return
+    this.caughtUpWith = peerId
+    this.log.info({ peer_id: peerId, ms_since_start: Date.now() - this.startedAt }, 'catalog caught up with a member')
+    for (const l of [...this.caughtUpListeners]) l(peerId)
+    this.caughtUpListeners.clear()
   }
 
   private baseIntervalMs(): number {
@@ -535,6 +567,7 @@ export class CatalogSync {
     this.legacyPeers.delete(peerId)
     if ((answer as { root?: unknown })?.root === root) {
       this.rounds.equal++
+      this.pulledAllOf(peerId)
       return 'equal'
     }
     // the roots differ: exchange compacted vectors, and the changes each lacks, a page at a time
@@ -544,6 +577,7 @@ export class CatalogSync {
       if (!this.isCompactAnswer(pulled) || 'retired_mismatch' in pulled) return 'full'
       const before = replica.vectorRoot()
       if (!(await this.applyAnswer(peerId, pulled))) return 'changed'
+      if (pulled.more !== true) this.pulledAllOf(peerId)
       if (!this.another(peerId, 'pull', pulled.more, pages, replica.vectorRoot() !== before)) break
       mine = replica.compactVector(this.retiredBefore())
       pulled = await node.request(peerId, SYNC_SUMMARY_PROTOCOL, { active: mine.active, retired: mine.retired }) as SummaryAnswer
@@ -614,6 +648,7 @@ export class CatalogSync {
       const before = replica.vectorRoot()
       answer = await node.request(peerId, SYNC_PROTOCOL, { added: [], updated: [], deleted: [], timestamp: new Date().toISOString(), vector: replica.versionVector() }) as SyncBatch
       if (!(await this.applyAnswer(peerId, answer))) return
+      if (answer?.more !== true) this.pulledAllOf(peerId)
       if (!this.another(peerId, 'pull', answer?.more, pages, replica.vectorRoot() !== before)) break
     }
     // what the member lacks, a page at a time: each answer brings its vector with the page applied

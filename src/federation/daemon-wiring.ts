@@ -3,7 +3,7 @@ import { isAbsolute, join, resolve } from 'node:path'
 import { z } from 'zod'
 import type { Engine } from '../engine/engine.js'
 import type { SvcMetrics } from '../engine/metrics.js'
-import { createFederation, type Federation } from './federation.js'
+import { createFederation, DEFAULT_READY_TIMEOUT_MS, type Federation } from './federation.js'
 import { loadOrCreatePeerIdentity } from './identity.js'
 import type { FederationLogger } from './logger.js'
 import { DEFAULT_GOSSIP_MESH_DEGREE } from './node.js'
@@ -43,6 +43,12 @@ export const federationConfigSchema = z.object({
   membership_timeout_ms: z.number().int().min(100).max(600_000),
   /** a refused peer's redials are refused, both ways, for this long */
   refusal_backoff_ms: z.number().int().min(0).max(86_400_000),
+  /**
+   * a node with bootstrap peers answers /readyz 503 `starting` (gRPC health NOT_SERVING) until a
+   * sync round pulled everything a member had, and at most this long after its federation started
+   * (0: ready at once)
+   */
+  ready_timeout_ms: z.number().int().min(0).max(3_600_000),
   /** results of deterministic functions shared among members (docs/receipts.md "Once per federation") */
   results: z.object({
     enabled: z.boolean(),
@@ -78,6 +84,7 @@ export const federationConfigDefaults: FederationConfig = {
   gossip_mesh_degree: DEFAULT_GOSSIP_MESH_DEGREE,
   membership_timeout_ms: 5000,
   refusal_backoff_ms: 30000,
+  ready_timeout_ms: DEFAULT_READY_TIMEOUT_MS,
   results: {
     enabled: true, trust: 'any_member', trusted_signers: [], quorum: 2, reexecute_fraction: 0, candidates: 3, replicas: 2, timeout_ms: 2000,
   },
@@ -131,6 +138,7 @@ export async function startDaemonFederation(config: FederationConfig, components
     membershipTimeoutMs: config.membership_timeout_ms,
     gossipMeshDegree: config.gossip_mesh_degree,
     denyMs: config.refusal_backoff_ms,
+    readyTimeoutMs: config.ready_timeout_ms,
     ...(components.wheelDirs ? { wheelDirs: components.wheelDirs } : {}),
     results: {
       enabled: config.results.enabled,

@@ -24,7 +24,18 @@ export interface FederationInit extends FederationNodeInit, CatalogSyncInit, Reg
   announcingFetchers?: number
   /** provider records only while the federation has more nodes than this (code-provider.ts; default 20, kad-dht's k) */
   announceProvidersAbove?: number
+  /**
+   * `ready` turns true at the latest this long after start (default 30 s; 0: at once), when no
+   * member was caught up with by then (none reachable): the node then serves its own catalog
+   */
+  readyTimeoutMs?: number
 }
+
+/** default of `FederationInit.readyTimeoutMs` */
+export const DEFAULT_READY_TIMEOUT_MS = 30_000
+
+/** Why a federation became ready: it caught up with a member, it has none to wait for, or it waited long enough. */
+export type ReadyReason = 'caught_up' | 'no_bootstrap' | 'timeout'
 
 export interface FederationComponents {
   /** what the federation needs of the engine: its replicated catalog, lineage (discovery), and its link */
@@ -55,6 +66,9 @@ export class Federation implements FederationPort {
   private readonly init: FederationInit
   private readonly verifier: CertificateVerifier
   private readonly unsubscribe: Array<() => void> = []
+  private readyReason: ReadyReason | undefined
+  private readyTimer: NodeJS.Timeout | undefined
+  private readonly readyListeners = new Set<(reason: ReadyReason) => void>()
 
   constructor(init: FederationInit, components: FederationComponents) {
     this.init = init
@@ -130,10 +144,55 @@ export class Federation implements FederationPort {
     await this.registrar.start()
     await this.results.start()
     this.unsubscribe.push(link.connect(this))
+    const timeoutMs = this.init.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS
+    if ((this.init.bootstrap ?? []).length === 0) this.becomeReady('no_bootstrap')
+    else if (timeoutMs <= 0) this.becomeReady('timeout')
+    else {
+      this.unsubscribe.push(this.catalog.onCaughtUp(() => this.becomeReady('caught_up')))
+      this.readyTimer = setTimeout(() => {
+        if (this.readyReason !== undefined) return
+        this.log.warn({ timeout_ms: timeoutMs, members: this.node.members().length }, 'no member caught up with since start: serving the local catalog')
+        this.becomeReady('timeout')
+      }, timeoutMs)
+      this.readyTimer.unref()
+    }
     await this.catalog.start()
   }
 
+  /**
+   * Whether this node serves as a caught-up member (the daemon's readiness: /readyz, gRPC health).
+   * A node that starts with bootstrap peers may lack what was published while it was away, or
+   * everything, if it is new: it is ready once a sync round pulled everything a member had
+   * (`CatalogSync.caughtUp`), or `readyTimeoutMs` after start when it reached no member. A node
+   * without bootstrap peers (the federation's first) has nothing to wait for.
+   */
+  get ready(): boolean {
+    return this.readyReason !== undefined
+  }
+
+  /** Calls `listener` once the node is ready (at once when it is). Returns the unsubscribe. */
+  onReady(listener: (reason: ReadyReason) => void): () => void {
+    if (this.readyReason !== undefined) {
+      listener(this.readyReason)
+      return () => undefined
+    }
+    this.readyListeners.add(listener)
+    return () => this.readyListeners.delete(listener)
+  }
+
+  private becomeReady(reason: ReadyReason): void {
+    if (this.readyReason !== undefined) return
+    this.readyReason = reason
+    if (this.readyTimer) clearTimeout(this.readyTimer)
+    this.readyTimer = undefined
+    for (const l of [...this.readyListeners]) l(reason)
+    this.readyListeners.clear()
+  }
+
   async stop(): Promise<void> {
+    if (this.readyTimer) clearTimeout(this.readyTimer)
+    this.readyTimer = undefined
+    this.readyReason = undefined
     for (const u of this.unsubscribe.splice(0)) u()
     await this.catalog.stop()
     await this.results.stop()

@@ -1,9 +1,8 @@
 // The gRPC door through a real external client: grpcurl (Go), using server reflection only.
 // grpcurl is installed by scripts/ensure-grpcurl.sh into .tools/bin; without it these tests fail.
 // JSON field names are the proto's own (snake_case): the reflected descriptors carry json_name = name.
-import { execFile, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createGrpcServer, type GrpcServer } from '../../src/api/grpc/server.js'
@@ -11,26 +10,7 @@ import { computeRufid } from '../../src/core/rufid.js'
 import type { Engine } from '../../src/engine/index.js'
 import { createTestEngine, principal, realSandbox } from '../fixtures/engine.js'
 import { addJs } from '../fixtures/functions.js'
-
-const GRPCURL = fileURLToPath(new URL('../../.tools/bin/grpcurl', import.meta.url))
-const MISSING = `grpcurl not found at ${GRPCURL}: run scripts/ensure-grpcurl.sh (needs Go; installs into .tools/bin)`
-
-interface Run {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-function grpcurl(args: string[], timeoutMs = 20_000): Promise<Run> {
-  if (!existsSync(GRPCURL)) throw new Error(MISSING)
-  return new Promise((resolve, reject) => {
-    execFile(GRPCURL, args, { timeout: timeoutMs }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0
-      if (err && err.killed) reject(new Error(`grpcurl ${args.join(' ')} timed out\n${stderr}`))
-      else resolve({ code, stdout, stderr })
-    })
-  })
-}
+import { GRPCURL, GRPCURL_MISSING as MISSING, grpcurl } from '../fixtures/grpcurl.js'
 
 describe('gRPC door with grpcurl', () => {
   let engine: Engine

@@ -38,6 +38,12 @@ export interface GrpcServer {
    * `shutdownGraceMs` to finish, then the rest are cancelled.
    */
   stop(): Promise<void>
+  /**
+   * What the health service says while the server runs (default SERVING): a daemon whose other
+   * parts are not ready yet (its federation catching up) says NOT_SERVING, as its /readyz says
+   * `starting`. Set before `start` it holds from the start.
+   */
+  setServing(serving: boolean): void
 }
 
 /**
@@ -52,6 +58,7 @@ export function createGrpcServer(init: GrpcServerInit, components: GrpcServerCom
   const streams = executionStreams(door, { maxBufferedEvents: init.streamBufferEvents ?? 256 })
   let server: grpc.Server | undefined
   let starting: Promise<{ port: number }> | undefined
+  let serving = true
 
   const setHealth = (s: 'SERVING' | 'NOT_SERVING'): void => {
     health.setStatus('', s)
@@ -77,7 +84,7 @@ export function createGrpcServer(init: GrpcServerInit, components: GrpcServerCom
         })
         server = s
         streams.acceptNew()
-        setHealth('SERVING')
+        setHealth(serving ? 'SERVING' : 'NOT_SERVING')
         logger.info({ address: `${init.host}:${port}`, tls: init.tls !== undefined, mtls: init.tls?.clientCa !== undefined }, 'gRPC listening')
         return { port }
       })()
@@ -109,6 +116,11 @@ export function createGrpcServer(init: GrpcServerInit, components: GrpcServerCom
         })
       })
       logger.info('gRPC stopped')
+    },
+
+    setServing(value) {
+      serving = value
+      if (server !== undefined) setHealth(serving ? 'SERVING' : 'NOT_SERVING')
     },
   }
 }

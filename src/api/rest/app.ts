@@ -42,6 +42,8 @@ export interface RestApiComponents {
   logger: Logger
   /** true while the daemon drains before shutdown (readyz answers 503) */
   isDraining?: () => boolean
+  /** true while a federated node has not caught up with its federation yet (readyz answers 503 `starting`) */
+  isJoining?: () => boolean
 }
 
 const DEFAULT_OPENAPI: OpenApiInit = { maxSourceBytes: 512 * 1024, maxExpiresDays: 3650, version: '0.0.0' }
@@ -60,7 +62,7 @@ export function restRoutes(init: RestApiInit, components: RestApiComponents, ope
   const { engine } = components
   const o = init.openapi ?? DEFAULT_OPENAPI
   return [
-    ...systemRoutes(engine, { metricsAccess: init.metricsAccess }, { isDraining: components.isDraining, openapi }),
+    ...systemRoutes(engine, { metricsAccess: init.metricsAccess }, { isDraining: components.isDraining, isJoining: components.isJoining, openapi }),
     ...branchRoutes(engine, { maxSourceBytes: o.maxSourceBytes }),
     ...functionRoutes(engine, { maxSourceBytes: o.maxSourceBytes }),
     ...executionRoutes(engine),
@@ -68,7 +70,7 @@ export function restRoutes(init: RestApiInit, components: RestApiComponents, ope
     ...v1Routes(engine),
     ...federationRoutes(engine),
     // the reads the operator console stands on (clients use them too)
-    ...nodeInfoRoutes(engine, init.node, { isDraining: components.isDraining }),
+    ...nodeInfoRoutes(engine, init.node, { isDraining: components.isDraining, isJoining: components.isJoining }),
     ...whoamiRoutes(),
     ...functionSourceRoutes(engine),
     ...signatureRoutes(),

@@ -1,7 +1,7 @@
 import type { Engine } from '../../../engine/index.js'
 import type { OsIsolationStatus } from '../../../engine/sandbox/index.js'
 import { defineRoute, type RestRoute } from '../operation.js'
-import { readinessOf } from './system.js'
+import { readinessOf, type NodeState } from './system.js'
 import { nodeAboutSchema } from './response-schemas.js'
 
 /** What `GET /api/v1/node/info` states about the node. */
@@ -21,7 +21,7 @@ export interface NodeInfoInit {
  * member. Public like /healthz and /readyz, and like them metered, not audited: it names no
  * tenant, key or function.
  */
-export function nodeInfoRoutes(engine: Engine, init: NodeInfoInit | undefined, c: { isDraining?: (() => boolean) | undefined }): RestRoute<never, unknown>[] {
+export function nodeInfoRoutes(engine: Engine, init: NodeInfoInit | undefined, c: NodeState): RestRoute<never, unknown>[] {
   return [
     defineRoute({
       method: 'get', path: '/api/v1/node/info', operation: 'system.node_info', access: 'public',
@@ -29,7 +29,7 @@ export function nodeInfoRoutes(engine: Engine, init: NodeInfoInit | undefined, c
       responses: { 200: nodeAboutSchema },
       errors: [],
       async handle(_principal, ctx) {
-        const { ready, status } = readinessOf(engine, c.isDraining)
+        const { ready, status } = readinessOf(engine, c)
         const lifecycle = engine.events.lifecycle
         ctx.set('Cache-Control', 'no-store')
         return {

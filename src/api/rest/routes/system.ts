@@ -7,10 +7,20 @@ export interface SystemRoutesInit {
   metricsAccess: 'public' | 'admin' | 'disabled'
 }
 
-/** Whether the node serves: ready once started, unless it drains before shutdown (readyz, node info). */
-export function readinessOf(engine: Engine, isDraining: (() => boolean) | undefined): { ready: boolean; status: 'ready' | 'starting' | 'draining' } {
-  const draining = isDraining?.() ?? false
-  const ready = engine.ready && !draining
+/** What the daemon tells the doors about its state beside the engine's: draining before shutdown, still joining its federation. */
+export interface NodeState {
+  isDraining?: (() => boolean) | undefined
+  /** a federated node that has not caught up with a member yet (federation.ready_timeout_ms at most) */
+  isJoining?: (() => boolean) | undefined
+}
+
+/**
+ * Whether the node serves (readyz, node info): once started and, when federated, caught up with
+ * its federation; not while it drains before shutdown.
+ */
+export function readinessOf(engine: Engine, state: NodeState): { ready: boolean; status: 'ready' | 'starting' | 'draining' } {
+  const draining = state.isDraining?.() ?? false
+  const ready = engine.ready && !draining && !(state.isJoining?.() ?? false)
   return { ready, status: ready ? 'ready' : draining ? 'draining' : 'starting' }
 }
 
@@ -18,7 +28,7 @@ export function readinessOf(engine: Engine, isDraining: (() => boolean) | undefi
 export function systemRoutes(
   engine: Engine,
   init: SystemRoutesInit,
-  c: { isDraining?: (() => boolean) | undefined; openapi: () => Record<string, unknown> },
+  c: NodeState & { openapi: () => Record<string, unknown> },
 ): RestRoute<never, unknown>[] {
   const routes: RestRoute<never, unknown>[] = [
     defineRoute({
@@ -37,7 +47,7 @@ export function systemRoutes(
       responses: { 200: readinessSchema, 503: readinessSchema },
       errors: [],
       async handle(_principal, ctx) {
-        const { ready, status } = readinessOf(engine, c.isDraining)
+        const { ready, status } = readinessOf(engine, c)
         ctx.status = ready ? 200 : 503
         return { status }
       },
