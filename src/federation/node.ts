@@ -22,6 +22,7 @@ import { kadDhtBatchWriter, type KadDhtBatchWriter } from './kad-dht-internals.j
 import { noopLogger, type FederationLogger } from './logger.js'
 import { MemberKeeper, type MemberKeeperInit } from './member-keeper.js'
 import { membershipGate, type MembershipGate } from './membership-gate.js'
+import { holdSmallWindowUpdates } from './yamux-window.js'
 import { Membership, MEMBERSHIP_PROTOCOL, type FederationMember, type MembershipRefusal, type NodeRegistration } from './membership.js'
 
 export const PROTOCOL_PREFIX = '/svc'
@@ -271,6 +272,8 @@ export class FederationNode {
     // the DHT hears of, keeps and tells others of members only (and of itself)
     const membersOnly = (info: PeerInfo): PeerInfo =>
       info.id.toString() === this.peerId || membership.wasVerified(info.id.toString()) ? info : { ...info, multiaddrs: [] }
+    // a window update once half a stream's window is consumed, not after every frame (yamux-window.ts)
+    holdSmallWindowUpdates(this.log)
     const node = await createLibp2p({
       privateKey: this.init.privateKey,
       addresses: { listen: this.init.listen, announce: this.init.announce ?? [] },
