@@ -838,9 +838,17 @@ export class CatalogReplica {
 
   /**
    * A version change: its replication records and, for a change from another replica, the version
-   * it materializes, in ONE batch (synced, as every catalog write of a version is): a node that
-   * stops between the two never holds the change without its version, which no sync would offer
-   * it again (the vector already counts it). Its reads take no turn of the event loop (`readNow`).
+   * it materializes, in ONE batch: a node that stops between the two never holds the change without
+   * its version, which no sync would offer it again (the vector already counts it). Its reads take
+   * no turn of the event loop (`readNow`).
+   *
+   * The batch is not synced to disk (a local create is: its caller is told it is stored). A process
+   * that crashes loses nothing (LevelDB has written it to its log file); a machine that fails within
+   * the file system's write-back period may lose the last changes it applied, change and version
+   * together, and its vector (read from the log at start) then asks its next sync for them again.
+   * Their origin synced them, and every member holds them. Measured on 20 nodes on 2 cores, where
+   * every member applies every change at once: the synced batch took p50 29 / p90 57 ms of a
+   * member's apply, 19 / 45 unsynced (issue 17).
    */
   private async applyVersion(c: VersionChange, logKey: string, local: boolean): Promise<{ conflicts: CatalogConflict[] }> {
     const plan = await this.planVersion(c, logKey)
@@ -861,7 +869,7 @@ export class CatalogReplica {
       : existing
     const moves = mergeMoves(mergeMoves(existing?.branches, (c.ledger as BranchedLedgerEntry).branches), await this.movesOf(tenant, name, version))
     const ledger = base === undefined ? undefined : ({ ...base, ...(moves.length > 0 ? { branches: moves } : {}) } as LedgerEntry)
-    await this.db.batch([...plan.ops, ...this.store.replicatedVersionOps(fn, ledger)] as never, { sync: true } as object)
+    await this.db.batch([...plan.ops, ...this.store.replicatedVersionOps(fn, ledger)] as never, { sync: false } as object)
     const found = plan.commit()
     for (const l of this.appliedListeners) l(fn)
     if (ledger !== undefined && moves.length > 0) found.push(...(await this.refreshBranches(tenant, name, new Set(moves.map((m) => m.branch)))))

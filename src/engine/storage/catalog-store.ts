@@ -41,7 +41,9 @@ export interface CatalogStoreInit {
   /**
    * Execution records and usage statistics are group-committed: acknowledged at once and written
    * together within this many ms (default 5). 0: each is written before `putExecution` resolves.
-   * Catalog writes (versions, ledger, branch heads) are never delayed and always synced.
+   * Catalog writes of this node (versions, ledger, branch heads) are never delayed and always
+   * synced; a version replicated from another node is written unsynced with its change
+   * (catalog-replica.ts `applyVersion`).
    */
   executionFlushMs?: number
 }
@@ -191,7 +193,7 @@ export class CatalogStore {
   }
 
   async digestOf(short: string): Promise<string | undefined> {
-    return (await this.digests.get(short)) as string | undefined
+    return readNow<string>(this.digests, short)
   }
 
   /**
