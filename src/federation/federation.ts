@@ -29,10 +29,18 @@ export interface FederationInit extends FederationNodeInit, CatalogSyncInit, Reg
    * member was caught up with by then (none reachable): the node then serves its own catalog
    */
   readyTimeoutMs?: number
+  /**
+   * once caught up, `ready` waits until no member has joined this node for this long (default 1 s;
+   * 0: not at all), within `readyTimeoutMs`: the members that heard of it are still dialling it and
+   * proving its membership, and a change it published before they finish reaches each of them only
+   * after that (a gossiped change from a peer that is not yet a member is held until it proves itself)
+   */
+  readySettleMs?: number
 }
 
-/** default of `FederationInit.readyTimeoutMs` */
+/** defaults of `FederationInit.readyTimeoutMs` and `readySettleMs` */
 export const DEFAULT_READY_TIMEOUT_MS = 30_000
+export const DEFAULT_READY_SETTLE_MS = 1_000
 
 /** Why a federation became ready: it caught up with a member, it has none to wait for, or it waited long enough. */
 export type ReadyReason = 'caught_up' | 'no_bootstrap' | 'timeout'
@@ -68,6 +76,9 @@ export class Federation implements FederationPort {
   private readonly unsubscribe: Array<() => void> = []
   private readyReason: ReadyReason | undefined
   private readyTimer: NodeJS.Timeout | undefined
+  private settleTimer: NodeJS.Timeout | undefined
+  /** when a member last joined this node (ms) */
+  private lastJoinAt = 0
   private readonly readyListeners = new Set<(reason: ReadyReason) => void>()
 
   constructor(init: FederationInit, components: FederationComponents) {
@@ -148,7 +159,10 @@ export class Federation implements FederationPort {
     if ((this.init.bootstrap ?? []).length === 0) this.becomeReady('no_bootstrap')
     else if (timeoutMs <= 0) this.becomeReady('timeout')
     else {
-      this.unsubscribe.push(this.catalog.onCaughtUp(() => this.becomeReady('caught_up')))
+      this.unsubscribe.push(this.node.onMember((event) => {
+        if (event === 'joined') this.lastJoinAt = Date.now()
+      }))
+      this.unsubscribe.push(this.catalog.onCaughtUp(() => this.settleThenReady()))
       this.readyTimer = setTimeout(() => {
         if (this.readyReason !== undefined) return
         this.log.warn({ timeout_ms: timeoutMs, members: this.node.members().length }, 'no member caught up with since start: serving the local catalog')
@@ -163,8 +177,10 @@ export class Federation implements FederationPort {
    * Whether this node serves as a caught-up member (the daemon's readiness: /readyz, gRPC health).
    * A node that starts with bootstrap peers may lack what was published while it was away, or
    * everything, if it is new: it is ready once a sync round pulled everything a member had
-   * (`CatalogSync.caughtUp`), or `readyTimeoutMs` after start when it reached no member. A node
-   * without bootstrap peers (the federation's first) has nothing to wait for.
+   * (`CatalogSync.caughtUp`) and no member joined it for `readySettleMs` since (the members that
+   * heard of it have dialled it and verified its certificate, so what it publishes reaches them
+   * at once), or `readyTimeoutMs` after start whatever it reached. A node without bootstrap peers
+   * (the federation's first) has nothing to wait for.
    */
   get ready(): boolean {
     return this.readyReason !== undefined
@@ -180,11 +196,26 @@ export class Federation implements FederationPort {
     return () => this.readyListeners.delete(listener)
   }
 
+  /** Caught up: ready once no member joined for `readySettleMs` (the members dialling this node are done). */
+  private settleThenReady(): void {
+    const settleMs = this.init.readySettleMs ?? DEFAULT_READY_SETTLE_MS
+    const quietFor = Date.now() - this.lastJoinAt
+    if (this.readyReason !== undefined || !this.node.started) return
+    if (quietFor >= settleMs) {
+      this.becomeReady('caught_up')
+      return
+    }
+    this.settleTimer = setTimeout(() => this.settleThenReady(), settleMs - quietFor)
+    this.settleTimer.unref()
+  }
+
   private becomeReady(reason: ReadyReason): void {
     if (this.readyReason !== undefined) return
     this.readyReason = reason
     if (this.readyTimer) clearTimeout(this.readyTimer)
     this.readyTimer = undefined
+    if (this.settleTimer) clearTimeout(this.settleTimer)
+    this.settleTimer = undefined
     for (const l of [...this.readyListeners]) l(reason)
     this.readyListeners.clear()
   }
@@ -192,6 +223,8 @@ export class Federation implements FederationPort {
   async stop(): Promise<void> {
     if (this.readyTimer) clearTimeout(this.readyTimer)
     this.readyTimer = undefined
+    if (this.settleTimer) clearTimeout(this.settleTimer)
+    this.settleTimer = undefined
     this.readyReason = undefined
     for (const u of this.unsubscribe.splice(0)) u()
     await this.catalog.stop()

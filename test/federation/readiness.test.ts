@@ -31,7 +31,9 @@ describe('a federated node\'s readiness', () => {
   })
 
   it('a node with a member to catch up with is ready once it pulled everything the member had, not after a round that left pages', async () => {
-    const a = await member([], { syncPage: { maxChanges: 4 } })
+    // A is an older member: its round with B waits out its join jitter (a minute: not in this test),
+    // so only B's own rounds bring it the catalog
+    const a = await member([], { syncPage: { maxChanges: 4 }, newcomerWindowMs: 0, joinSyncJitterMs: 60_000 })
     const dev = principal('acme')
     for (let i = 0; i < 20; i++) await a.engine.functions.create(dev, fn(`ready_${i}`))
     const expected = await digestOf(a)
@@ -46,6 +48,27 @@ describe('a federated node\'s readiness', () => {
     expect(await atReady[0]!.digest).toBe(expected)
     // more than one round was needed, and readiness waited for the last
     expect(b.federation.catalog.rounds.compacted + b.federation.catalog.rounds.full).toBeGreaterThanOrEqual(2)
+  })
+
+  it('once caught up it waits until no member joined it for readySettleMs: the members dialling it are done', async () => {
+    const a = await member([])
+    const b = await member([a.federation.node.multiaddrs()[0]!], { readySettleMs: 1_500 }, false)
+    let caughtUpAt = 0
+    b.federation.catalog.onCaughtUp(() => {
+      caughtUpAt = Date.now()
+    })
+    await b.federation.start()
+    await waitFor(() => caughtUpAt > 0, 20_000, 10)
+    // A joined it just before: not ready yet
+    expect(b.federation.ready).toBe(false)
+    // another member joins meanwhile: the wait starts again from its join
+    const c = await member([b.federation.node.multiaddrs()[0]!])
+    await waitFor(() => b.federation.node.members().some((m) => m.peerId === c.federation.nodeId), 20_000, 10)
+    const joinedAt = Date.now()
+    expect(b.federation.ready).toBe(false)
+    await waitFor(() => b.federation.ready, 10_000, 10)
+    expect(Date.now() - joinedAt).toBeGreaterThanOrEqual(1_400)
+    expect(b.federation.node.members().length).toBe(2)
   })
 
   it('a node whose bootstrap peers cannot be reached is ready after readyTimeoutMs, serving its own catalog', async () => {
