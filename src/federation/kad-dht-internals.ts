@@ -1,13 +1,16 @@
 import type { AbortOptions, PeerId, Stream } from '@libp2p/interface'
+import { peerIdFromMultihash } from '@libp2p/peer-id'
 import { pbStream } from '@libp2p/utils'
-import type { Multiaddr } from '@multiformats/multiaddr'
+import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import type { CID } from 'multiformats/cid'
+import * as Digest from 'multiformats/hashes/digest'
 import type { Uint8ArrayList } from 'uint8arraylist'
 
 /**
  * The one place this project reaches into @libp2p/kad-dht (16.x) past its public API: to write a
- * batch of provider records to a member over one stream (`FederationNode.provideMany`), and to read
- * the records a node already holds (`FederationNode.providers`).
+ * batch of provider records to a member over one stream (`FederationNode.provideMany`), to read
+ * the records a node already holds, and to ask a member for its records of a key without a walk
+ * (`FederationNode.providers`).
  *
  * Why: the public `contentRouting.provide(cid)` takes one key and always walks the DHT (a FIND_NODE
  * query for the k closest peers), then opens one stream per closest peer for its one ADD_PROVIDER
@@ -47,7 +50,7 @@ interface DhtCodec {
 interface MessageModule {
   Message: DhtCodec
   /** protons' string enum: { ADD_PROVIDER: 'ADD_PROVIDER', … } */
-  MessageType: { ADD_PROVIDER: string; PING: string }
+  MessageType: { ADD_PROVIDER: string; GET_PROVIDERS: string; PING: string }
 }
 
 /** What a batch of provider records needs from kad-dht. */
@@ -66,6 +69,14 @@ export interface KadDhtBatchWriter {
   writeRecords(stream: Stream, keys: readonly CID[], provider: { id: PeerId; multiaddrs: readonly Multiaddr[] }, options: AbortOptions): Promise<void>
   /** The providers of `cid` in this node's own store (records other nodes wrote to it, and its own). */
   storedProviders(cid: CID, options?: AbortOptions): Promise<PeerId[]>
+  /**
+   * Asks the remote of `stream` (an outbound stream of the DHT protocol) for its records of `cid`:
+   * one GET_PROVIDERS message, as a walk sends each peer it asks, and its answer's providers (the
+   * closer peers it also answers with are left: no walk follows). Closes the stream.
+   */
+  askRecords(stream: Stream, cid: CID, options: AbortOptions): Promise<Array<{ id: PeerId; multiaddrs: Multiaddr[] }>>
+  /** Stores `provider` as a provider of `cid` in this node's own store (as an ADD_PROVIDER from it would). */
+  storeRecord(cid: CID, provider: PeerId, options?: AbortOptions): Promise<void>
 }
 
 let messageModule: Promise<MessageModule | undefined> | undefined
@@ -77,7 +88,7 @@ function loadMessageModule(): Promise<MessageModule | undefined> {
       const mod = await import(new URL('./message/dht.js', entry).href) as Partial<MessageModule>
       const types = mod.MessageType as Partial<MessageModule['MessageType']> | undefined
       if (typeof mod.Message?.encode !== 'function' || typeof mod.Message.decode !== 'function') return undefined
-      if (typeof types?.ADD_PROVIDER !== 'string' || typeof types.PING !== 'string') return undefined
+      if (typeof types?.ADD_PROVIDER !== 'string' || typeof types.GET_PROVIDERS !== 'string' || typeof types.PING !== 'string') return undefined
       return mod as MessageModule
     } catch {
       return undefined
@@ -100,6 +111,23 @@ export async function kadDhtBatchWriter(dht: unknown): Promise<KadDhtBatchWriter
     k: typeof instance!.k === 'number' && instance!.k > 0 ? instance!.k : KAD_DHT_K,
     recordSelf: (cid, self, options) => addProvider.call(providers, cid, self, options),
     storedProviders: (cid, options) => getProviders.call(providers, cid, options),
+    storeRecord: (cid, provider, options) => addProvider.call(providers, cid, provider, options),
+    async askRecords(stream, cid, options) {
+      const pb = pbStream(stream)
+      await pb.write({ type: MessageType.GET_PROVIDERS, key: cid.multihash.bytes }, Message, options)
+      const answer = await pb.read(Message, options)
+      await stream.close(options)
+      if (answer.type !== MessageType.GET_PROVIDERS) throw new Error(`unexpected DHT answer to GET_PROVIDERS: type ${answer.type}`)
+      const out: Array<{ id: PeerId; multiaddrs: Multiaddr[] }> = []
+      for (const p of answer.providers ?? []) {
+        try {
+          out.push({ id: peerIdFromMultihash(Digest.decode(p.id)), multiaddrs: p.multiaddrs.map((bytes) => multiaddr(bytes)) })
+        } catch {
+          // not a PeerId, or an address that does not parse: skipped, as kad-dht skips them
+        }
+      }
+      return out
+    },
     async writeRecords(stream, keys, provider, options) {
       const peer = { id: provider.id.toMultihash().bytes, multiaddrs: provider.multiaddrs.map((ma) => ma.bytes) }
       const messages: DhtMessage[] = keys.map((cid) => ({ type: MessageType.ADD_PROVIDER, key: cid.multihash.bytes, providers: [peer] }))

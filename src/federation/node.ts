@@ -32,6 +32,8 @@ export const PING_PROTOCOL = '/svc/ping/1.0.0'
 /** what a peer may use before it is a member: identify, ping and the membership exchange */
 export const OPEN_PROTOCOLS = [...IDENTIFY_PROTOCOLS, PING_PROTOCOL, MEMBERSHIP_PROTOCOL]
 export const MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+/** members a node asks for their provider records of a key it holds none of, in a federation of at most k nodes (`providers`) */
+const ASKED_WITHIN_K = 3
 /** the kad-dht peer-store tag of routing-table peers (@libp2p/kad-dht KAD_PEER_TAG_NAME) */
 const KAD_PEER_TAG = 'kad-peer'
 
@@ -636,8 +638,13 @@ export class FederationNode {
    * a member: every provider record went to every member (`provideMany`), so a walk would ask
    * every member for what this node already has. That walk (kad-dht's GET_PROVIDERS to every
    * member, a stream each) cost about 0.7 CPU-s across 20 loopback nodes per lookup, measured
-   * (docs/federation-scale.md). A node without such a record (it joined after the announcement,
-   * or the record has not reached it yet) walks, as past k nodes.
+   * (docs/federation-scale.md). A node without such a record (it restarted: kad-dht keeps records
+   * in memory; it joined after the announcement; or the record has not reached it yet) asks
+   * `ASKED_WITHIN_K` members for theirs, one GET_PROVIDERS each, and keeps what names a member:
+   * a walk did the same with every member, and handled every closer peer each answered (a routing
+   * table update and a peer-store write per peer per answer: the largest part of the event-loop
+   * stalls of 300 ms-1 s traced on members under churn, docs/federation-scale.md). Past k nodes,
+   * or without kad-dht's internals, it walks.
    */
   async *providers(digestHex: string, options: { timeoutMs?: number; max?: number } = {}): AsyncGenerator<FederationMember> {
     const seen = new Set<string>()
@@ -657,6 +664,8 @@ export class FederationNode {
         return
       }
       seen.clear()
+      yield* this.askMembersForRecords(writer, digestHex, options)
+      return
     }
     const controller = new AbortController()
     const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(options.timeoutMs ?? 3_000)])
@@ -675,6 +684,37 @@ export class FederationNode {
       if (!signal.aborted) this.log.debug({ err }, 'provider lookup failed')
     } finally {
       controller.abort() // a caller that stopped early ends the DHT query too
+    }
+  }
+
+  /** `providers` within k without a record here: `ASKED_WITHIN_K` members asked at once, their records of members yielded and kept. */
+  private async *askMembersForRecords(writer: KadDhtBatchWriter, digestHex: string, options: { timeoutMs?: number; max?: number }): AsyncGenerator<FederationMember> {
+    const cid = cidOfDigest(digestHex)
+    const asked = this.members().sort(() => Math.random() - 0.5).slice(0, ASKED_WITHIN_K)
+    const signal = AbortSignal.timeout(options.timeoutMs ?? 3_000)
+    const node = this.p2p
+    const answers = await Promise.all(asked.map(async (m) => {
+      let stream: Awaited<ReturnType<typeof node.dialProtocol>> | undefined
+      try {
+        stream = await node.dialProtocol(peerIdFromString(m.peerId), DHT_PROTOCOL, { signal })
+        return await writer.askRecords(stream, cid, { signal })
+      } catch (err) {
+        stream?.abort(err as Error)
+        this.log.debug({ err, peer_id: m.peerId }, 'provider records not read from a member')
+        return []
+      }
+    }))
+    const seen = new Set<string>()
+    let yielded = 0
+    for (const provider of answers.flat()) {
+      const id = provider.id.toString()
+      if (id === this.peerId || seen.has(id)) continue
+      seen.add(id)
+      const member = this.member(id)
+      if (member === undefined) continue
+      await writer.storeRecord(cid, provider.id).catch(() => undefined)
+      yield member
+      if (++yielded >= (options.max ?? 20)) return
     }
   }
 

@@ -97,7 +97,7 @@ describe('provider records in batches (4 members on loopback)', () => {
     }
   })
 
-  it('within k, a lookup answers from the records the node holds (no DHT stream); with none, or past k, it walks', async () => {
+  it('within k, a lookup answers from the records the node holds (no DHT stream); with none it asks members; past k it walks', async () => {
     const [publisher, looker] = nodes as [FederationNode, FederationNode]
     const others = (n: FederationNode): FederationNode[] => nodes.filter((o) => o !== n)
     const total = (streams: Map<string, number>): number => [...streams.values()].reduce((a, b) => a + b, 0)
@@ -106,7 +106,7 @@ describe('provider records in batches (4 members on loopback)', () => {
     const held = await countingStreams(looker, others(looker), () => looker.findProviders(digest, { timeoutMs: 3_000 }))
     expect(held.result.map((p) => p.peerId)).toEqual([publisher.peerId])
     expect(total(held.streams)).toBe(0)
-    // a digest nobody announced: no record here, so the query asks the members (and finds none)
+    // a digest nobody announced: no record here, so the node asks members for theirs (and finds none)
     const unknown = await countingStreams(looker, others(looker), () => looker.findProviders(digestOf('announced by nobody'), { timeoutMs: 3_000 }))
     expect(unknown.result).toEqual([])
     expect(total(unknown.streams)).toBeGreaterThan(0)
@@ -115,6 +115,29 @@ describe('provider records in batches (4 members on loopback)', () => {
     const walked = await countingStreams(walker, others(walker), () => walker.findProviders(digest, { timeoutMs: 3_000 }))
     expect(walked.result.map((p) => p.peerId)).toEqual([publisher.peerId])
     expect(total(walked.streams)).toBeGreaterThan(0)
+  })
+
+  it('within k, a node without the record asks a few members once each (no walk), and keeps what they hold', async () => {
+    const [publisher, looker] = nodes as [FederationNode, FederationNode]
+    const others = nodes.filter((o) => o !== looker)
+    const total = (streams: Map<string, number>): number => [...streams.values()].reduce((a, b) => a + b, 0)
+    const [digest] = digests('restarted', 1) as [string]
+    // the members hold the publisher's record and the looker does not (as after its restart: kad-dht keeps records in memory)
+    for (const m of others) {
+      const writer = await kadDhtBatchWriter(m.p2p.services.dht)
+      await writer!.storeRecord(cidOfDigest(digest), publisher.p2p.peerId)
+    }
+    expect(await ownStore(looker, digest)).toEqual([])
+    const asked = await countingStreams(looker, others, () => looker.findProviders(digest, { timeoutMs: 3_000 }))
+    expect(asked.result.map((p) => p.peerId)).toEqual([publisher.peerId])
+    for (const m of others) expect(asked.streams.get(m.peerId), `streams to ${m.peerId}`).toBeLessThanOrEqual(1)
+    expect(total(asked.streams)).toBeGreaterThan(0)
+    expect(total(asked.streams)).toBeLessThanOrEqual(3)
+    // kept: the next lookup answers from it, no stream
+    expect(await ownStore(looker, digest)).toContain(publisher.peerId)
+    const again = await countingStreams(looker, others, () => looker.findProviders(digest, { timeoutMs: 3_000 }))
+    expect(again.result.map((p) => p.peerId)).toEqual([publisher.peerId])
+    expect(total(again.streams)).toBe(0)
   })
 
   it('a malformed digest refuses the whole batch before anything is sent', async () => {
