@@ -7,6 +7,11 @@
 //   node bench/churn.js [--nodes=20] [--seconds=120] [--out=bench/results/churn-20.json]
 //     [--dump=FILE: every change's arrival on every node] [--logs=DIR: every daemon run's log]
 //
+// A node is live, as a load balancer sees it, from when its /readyz answers 200 (a federated node:
+// once it caught up with a member) until it is stopped: publishes, executions and discovers go to
+// live nodes, and "visible everywhere" counts them. The figure counting nodes from when they
+// listen (before /readyz) is reported beside it.
+//
 // Needs `npm run build`. Every daemon is stopped on exit (bench/lib.js kills what it started).
 import { execFile, execFileSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
@@ -131,9 +136,11 @@ export async function runChurn(options = {}) {
     meter.p2pPorts.add(p2pPort)
     const node = {
       name, dataDir, peerId, p2pPort, addr: `/ip4/127.0.0.1/tcp/${p2pPort}/p2p/${peerId}`, configFile: join(root, `${name}.json`), proc: undefined, ready: false,
+      listening: false, // its doors listen (it may still be catching up: /readyz 503)
       arrived: new Map(), // function short → when its replicated version reached this node (across restarts)
       downs: [], // [from, to] when the node was stopped
-      starts: [], // when each of its starts was ready
+      starts: [], // when each of its starts was ready (/readyz 200)
+      listens: [], // when each of its starts listened
     }
     all.push(node)
     return node
@@ -150,7 +157,9 @@ export async function runChurn(options = {}) {
         membership_timeout_ms: membershipTimeoutMs,
       },
     }))
-    const p = await startProcess('unpinned', [join(ROOT, 'bin/svc-node.js'), 'start'], {
+    // BENCH_DAEMON_NODE_ARGS: node flags for every daemon (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`), as the bench's
+    const extra = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean)
+    const p = await startProcess('unpinned', [...extra, join(ROOT, 'bin/svc-node.js'), 'start'], {
       env: {
         API_HOST: '127.0.0.1', API_PORT: '0', GRPC_PORT: '0', SVC_DATA_DIR: node.dataDir, SVC_CONFIG: node.configFile,
         LOG_FORMAT: 'json', LOG_LEVEL: 'info', AUTH_PROVIDER: 'none', SVC_SANDBOX_WORKERS: '1', SVC_SANDBOX_WORKERS_ON_DEMAND: 'true',
@@ -176,13 +185,26 @@ export async function runChurn(options = {}) {
     node.events = await systemEvents(node.base, node.arrived)
     const down = node.downs[node.downs.length - 1]
     if (down && down[1] === Infinity) down[1] = performance.now()
+    node.listening = true
+    const listenedAt = performance.now()
+    node.listens.push(listenedAt)
+    // live once it says it serves (a load balancer's readiness probe): a federated node once it
+    // caught up with a member, at most federation.ready_timeout_ms (30 s) after it started
+    for (;;) {
+      const r = await getJson(`${node.base}/readyz`, 5_000).catch(() => ({ status: 0 }))
+      if (r.status === 200) break
+      if (performance.now() - listenedAt > 120_000) throw new Error(`${node.name} listened but was not ready within 120 s`)
+      await sleep(50)
+    }
     node.ready = true
     node.starts.push(performance.now())
+    return performance.now() - listenedAt
   }
 
   const stopNode = async (node) => {
     if (node.proc) node.downs.push([performance.now(), Infinity])
     node.ready = false
+    node.listening = false
     node.events?.close()
     await node.proc?.stop()
     // each run of each daemon's log, when asked (--logs=DIR)
@@ -262,10 +284,12 @@ export async function runChurn(options = {}) {
       const def = { function_name: name, signature: '(a, b)', language: 'javascript', source_code: `function ${name}(a, b) {\n  return a + b\n}\n` }
       const short = computeRufid(def).rufid_short
       const targets = live().filter((x) => x !== from && !changing.has(x.name)).map((x) => x.name)
+      // also every node whose doors listen, ready or not (the figure before nodes were live from /readyz)
+      const listening = all.filter((x) => x.proc && x.listening && x !== from).map((x) => x.name)
       const at = performance.now()
       const created = await post(`${from.base}/api/v1/functions/create`, def).catch((err) => ({ status: 0, body: { err: String(err) } }))
       if (created.status !== 201) return undefined
-      const entry = { short, version: created.body.version, publisher: from.name, at, holders: new Set([from.name]), targets }
+      const entry = { short, version: created.body.version, publisher: from.name, at, holders: new Set([from.name]), targets, listening }
       published.push(entry)
       return entry
     }
@@ -281,9 +305,9 @@ export async function runChurn(options = {}) {
      */
     const SETTLED_MS = 30_000
     const settledAt = (node, at) => !node.starts.some((t) => t <= at && t > at - SETTLED_MS)
-    const visibleAll = (entry, { onlySettled = false } = {}) => {
+    const visibleAll = (entry, { onlySettled = false, fromListen = false } = {}) => {
       let latest = 0
-      for (const name of entry.targets) {
+      for (const name of fromListen ? entry.listening : entry.targets) {
         const node = all.find((x) => x.name === name)
         if (!stableFor(node, entry.at) || (onlySettled && !settledAt(node, entry.at))) continue
         const t = node.arrived.get(entry.short)
@@ -309,6 +333,31 @@ export async function runChurn(options = {}) {
     const burstLat = burst.map((e) => visibleAll(e)).filter((v) => v !== undefined)
     report.no_churn_publish_to_visible_everywhere = { ...summarize(burstLat), of: burst.length }
     log(`traffic: idle ${report.traffic_idle_bytes_per_node_per_s} B/s/node, ${report.traffic_per_change_bytes_per_node} B/change/node; publish→visible p50 ${report.no_churn_publish_to_visible_everywhere.p50_ms} ms`)
+
+    // ---- warm-up: a federation in use has its sandbox workers running -----------------------------
+    // every node runs one of the burst's functions once (in waves of 4), so that the churn phase does
+    // not begin with every node starting its sandbox worker (on its first execution) and fetching code
+    // at the same moment: 20 cold starts at once saturated the 2 cores for 1-2 s and delayed the first
+    // publishes of the churn phase on every node. Nodes that restart or join during churn start
+    // theirs cold, as they would
+    const warmT = performance.now()
+    const warm = { nodes: 0, ok: 0 }
+    const warmUp = live()
+    for (let i = 0; i < warmUp.length; i += 4) {
+      await Promise.all(warmUp.slice(i, i + 4).map(async (node) => {
+        const e = burst.find((x) => x.publisher !== node.name) ?? burst[0]
+        if (!e) return
+        warm.nodes++
+        const r = await post(`${node.base}/api/v1/functions/${e.short}/execute`, { arguments: { a: 2, b: 3 } }).catch(() => ({ status: 0, body: {} }))
+        if (r.status === 200 && r.body.result === 5) {
+          warm.ok++
+          e.holders.add(node.name)
+        }
+      }))
+    }
+    report.warm_up = { ...warm, ms: round(performance.now() - warmT, 0) }
+    log(`warm-up: ${JSON.stringify(report.warm_up)}`)
+    await sleep(2_000)
 
     // ---- churn -------------------------------------------------------------------------------
     const affected = Math.max(3, Math.round(n * churnFraction))
@@ -386,9 +435,9 @@ export async function runChurn(options = {}) {
           const node = await makeNode()
           changing.add(node.name)
           const boot = [...new Set(Array.from({ length: 3 }, () => pick(stable())))].map((x) => x.addr)
-          await startNode(node, boot)
+          const readyMs = await startNode(node, boot)
           changing.delete(node.name)
-          churnLog.push({ action, node: node.name, at_s: round((t - churnStart) / 1000), took_ms: round(performance.now() - t, 0) })
+          churnLog.push({ action, node: node.name, at_s: round((t - churnStart) / 1000), took_ms: round(performance.now() - t, 0), listen_to_ready_ms: round(readyMs, 0) })
         } else {
           // prefer a node that published something (its code must outlive it when it leaves for good)
           const publishers = new Set(published.map((e) => e.publisher))
@@ -410,8 +459,8 @@ export async function runChurn(options = {}) {
             churnLog.push({ action, node: victim.name, at_s: round((t - churnStart) / 1000), published: published.filter((e) => e.publisher === victim.name).length })
           } else {
             await sleep(5_000)
-            await startNode(victim, stable().filter((x) => x !== victim).slice(0, 5).map((x) => x.addr))
-            churnLog.push({ action, node: victim.name, at_s: round((t - churnStart) / 1000), down_ms: round(performance.now() - t, 0) })
+            const readyMs = await startNode(victim, stable().filter((x) => x !== victim).slice(0, 5).map((x) => x.addr))
+            churnLog.push({ action, node: victim.name, at_s: round((t - churnStart) / 1000), down_ms: round(performance.now() - t, 0), listen_to_ready_ms: round(readyMs, 0) })
           }
           changing.delete(victim.name)
         }
@@ -448,6 +497,8 @@ export async function runChurn(options = {}) {
     report.churn_publish_to_visible_everywhere = { ...summarize(lat), of: churnPublished.length, visible_everywhere: lat.length }
     const latSettled = churnPublished.map((e) => visibleAll(e, { onlySettled: true })).filter((v) => v !== undefined)
     report.churn_publish_to_visible_on_settled_nodes = { ...summarize(latSettled), of: churnPublished.length, settled_ms: SETTLED_MS }
+    const latListening = churnPublished.map((e) => visibleAll(e, { fromListen: true })).filter((v) => v !== undefined)
+    report.churn_publish_to_visible_on_listening_nodes = { ...summarize(latListening), of: churnPublished.length }
     // the slowest changes: where each was late, and the churn around it (what to look at first)
     const slowest = churnPublished.map((e) => ({ e, ms: visibleAll(e) })).filter((x) => x.ms !== undefined).sort((a, b) => b.ms - a.ms).slice(0, 5)
     report.churn_slowest = slowest.map(({ e, ms }) => ({
@@ -521,6 +572,8 @@ export function table(r) {
     ['publish → visible everywhere, no churn (p50 / p99)', `${r.no_churn_publish_to_visible_everywhere?.p50_ms} / ${r.no_churn_publish_to_visible_everywhere?.p99_ms} ms (${r.no_churn_publish_to_visible_everywhere?.n} of ${r.no_churn_publish_to_visible_everywhere?.of})`],
     ['publish → visible everywhere, churn (p50 / p99)', `${r.churn_publish_to_visible_everywhere?.p50_ms} / ${r.churn_publish_to_visible_everywhere?.p99_ms} ms (${r.churn_publish_to_visible_everywhere?.visible_everywhere} of ${r.churn_publish_to_visible_everywhere?.of})`],
     ['… counting only nodes up ≥ 30 s at the publish (p50 / p99)', `${r.churn_publish_to_visible_on_settled_nodes?.p50_ms} / ${r.churn_publish_to_visible_on_settled_nodes?.p99_ms} ms (${r.churn_publish_to_visible_on_settled_nodes?.n} of ${r.churn_publish_to_visible_on_settled_nodes?.of})`],
+    ['… counting nodes from when they listen, before /readyz (p50 / p99)', `${r.churn_publish_to_visible_on_listening_nodes?.p50_ms} / ${r.churn_publish_to_visible_on_listening_nodes?.p99_ms} ms (${r.churn_publish_to_visible_on_listening_nodes?.n} of ${r.churn_publish_to_visible_on_listening_nodes?.of})`],
+    ['restart / join: listening → /readyz 200', (r.churn_events ?? []).filter((e) => e.listen_to_ready_ms !== undefined).map((e) => `${e.action} ${e.listen_to_ready_ms} ms`).join(', ')],
     ['execute during churn (ok / attempts, p50 / p99)', `${r.churn_executions?.ok} / ${r.churn_executions?.attempts}, ${r.churn_executions?.p50_ms} / ${r.churn_executions?.p99_ms} ms`],
     ['discover during churn (found / attempts, p50 / p99)', `${r.churn_discover?.found} / ${r.churn_discover?.attempts}, ${r.churn_discover?.p50_ms} / ${r.churn_discover?.p99_ms} ms`],
     ['digests equal after churn stops', `${r.after_churn_digests_equal_ms} ms`],

@@ -10,9 +10,10 @@ import { runChurn, table } from '../../bench/churn.js'
 interface Summary { n: number; p50_ms: number | null; p99_ms: number | null }
 interface ChurnReport {
   formation: { every_node_lists_all_ms_after_last_start: number | null }
-  churn_events: Array<{ action: string; node: string; published?: number }>
+  churn_events: Array<{ action: string; node: string; published?: number; listen_to_ready_ms?: number }>
   churn_publish_to_visible_everywhere: Summary & { of: number; visible_everywhere: number }
   churn_publish_to_visible_on_settled_nodes: Summary & { of: number; settled_ms: number }
+  churn_publish_to_visible_on_listening_nodes: Summary & { of: number }
   churn_executions: Summary & { attempts: number; ok: number }
   after_churn_digests_equal_ms: number | null
   after_churn_every_node_lists_all_ms: number | null
@@ -36,6 +37,11 @@ describe('a federation of 8 daemons under churn (restart, leave for good, join f
     const settled = report.churn_publish_to_visible_on_settled_nodes
     expect(settled.n).toBe(settled.of)
     expect(settled.p99_ms ?? Infinity).toBeLessThanOrEqual(report.churn_publish_to_visible_everywhere.p99_ms ?? 0)
+    // nodes count from /readyz 200 (caught up); every publish also reached every node that listened
+    // at the time, ready or not (it catches up before it says it serves)
+    const listening = report.churn_publish_to_visible_on_listening_nodes
+    expect(listening.n).toBe(listening.of)
+    expect(report.churn_events.filter((e) => e.action !== 'leave').every((e) => typeof e.listen_to_ready_ms === 'number')).toBe(true)
     // after churn: the same catalog everywhere, and every node (the fresh one too) lists every other
     expect(report.after_churn_digests_equal_ms).not.toBeNull()
     expect(report.after_churn_every_node_lists_all_ms).not.toBeNull()
