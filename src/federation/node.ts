@@ -687,7 +687,11 @@ export class FederationNode {
     }
   }
 
-  /** `providers` within k without a record here: `ASKED_WITHIN_K` members asked at once, their records of members yielded and kept. */
+  /**
+   * `providers` within k without a record here: `ASKED_WITHIN_K` members asked at once; the
+   * providers their records name that are members (proven now when not connected yet) are yielded
+   * and their records kept.
+   */
   private async *askMembersForRecords(writer: KadDhtBatchWriter, digestHex: string, options: { timeoutMs?: number; max?: number }): AsyncGenerator<FederationMember> {
     const cid = cidOfDigest(digestHex)
     const asked = this.members().sort(() => Math.random() - 0.5).slice(0, ASKED_WITHIN_K)
@@ -710,7 +714,9 @@ export class FederationNode {
       const id = provider.id.toString()
       if (id === this.peerId || seen.has(id)) continue
       seen.add(id)
-      const member = this.member(id)
+      // a provider this node is not connected to yet (it just joined) is dialled and proven, as the walk does
+      if (this.member(id) === undefined && provider.multiaddrs.length) await this.p2p.peerStore.merge(provider.id, { multiaddrs: provider.multiaddrs }).catch(() => undefined)
+      const member = this.member(id) ?? await this.ensureMember(id)
       if (member === undefined) continue
       await writer.storeRecord(cid, provider.id).catch(() => undefined)
       yield member
