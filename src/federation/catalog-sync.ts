@@ -4,6 +4,7 @@ import { isCatalogChange, vectorRoot, type ApplyResult, type CatalogChange, type
 import { withoutCode } from '../engine/replication/change-authenticator.js'
 import { noopLogger, type FederationLogger } from './logger.js'
 import type { FederationMember, FederationNode, GossipVerdict } from './node.js'
+import { Latch } from './latch.js'
 
 export const CATALOG_TOPIC = 'svc/catalog/1'
 export const SYNC_PROTOCOL = '/svc/sync/1.0.0'
@@ -209,9 +210,8 @@ export class CatalogSync {
   /** members that joined → the timer of the round with them (see `newcomerWindowMs`) */
   private readonly joinRounds = new Map<string, NodeJS.Timeout>()
   private startedAt = 0
-  /** set once a round pulled everything a member had (see `caughtUp`) */
-  private caughtUpWith: string | undefined
-  private readonly caughtUpListeners = new Set<(peerId: string) => void>()
+  /** the member a round first pulled everything from (see `caughtUp`) */
+  private readonly caughtUpWith = new Latch<string>()
 
   constructor(
     private readonly init: CatalogSyncInit,
@@ -278,26 +278,19 @@ export class CatalogSync {
    * existed (the daemon's readiness waits for this; federation.ts `ready`).
    */
   get caughtUp(): boolean {
-    return this.caughtUpWith !== undefined
+    return this.caughtUpWith.isSet
   }
 
   /** Calls `listener` once this node has caught up (at once when it has). Returns the unsubscribe. */
   onCaughtUp(listener: (peerId: string) => void): () => void {
-    if (this.caughtUpWith !== undefined) {
-      listener(this.caughtUpWith)
-      return () => undefined
-    }
-    this.caughtUpListeners.add(listener)
-    return () => this.caughtUpListeners.delete(listener)
+    return this.caughtUpWith.on(listener)
   }
 
   /** A round pulled everything `peerId` had. */
   private pulledAllOf(peerId: string): void {
-    if (this.caughtUpWith !== undefined) return
-    this.caughtUpWith = peerId
+    if (this.caughtUpWith.isSet) return
     this.log.info({ peer_id: peerId, ms_since_start: Date.now() - this.startedAt }, 'catalog caught up with a member')
-    for (const l of [...this.caughtUpListeners]) l(peerId)
-    this.caughtUpListeners.clear()
+    this.caughtUpWith.set(peerId)
   }
 
   private baseIntervalMs(): number {

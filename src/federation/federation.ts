@@ -11,6 +11,7 @@ import { CertificateVerifier } from './certificates.js'
 import { createChangeAuthenticator } from './change-authenticator.js'
 import { CodeProvider, CODE_PROTOCOL } from './code-provider.js'
 import { noopLogger, type FederationLogger } from './logger.js'
+import { Latch } from './latch.js'
 import { createFederationNode, type FederationMember, type FederationNode, type FederationNodeInit } from './node.js'
 import { NODES_TOPIC, Registrar, REGISTER_PROTOCOL, type RegistrarInit } from './registrar.js'
 import { WheelProvider, WHEEL_PROTOCOL, type WheelProviderInit } from './wheel-provider.js'
@@ -74,12 +75,11 @@ export class Federation implements FederationPort {
   private readonly init: FederationInit
   private readonly verifier: CertificateVerifier
   private readonly unsubscribe: Array<() => void> = []
-  private readyReason: ReadyReason | undefined
+  private readonly readiness = new Latch<ReadyReason>()
   private readyTimer: NodeJS.Timeout | undefined
   private settleTimer: NodeJS.Timeout | undefined
   /** when a member last joined this node (ms) */
   private lastJoinAt = 0
-  private readonly readyListeners = new Set<(reason: ReadyReason) => void>()
 
   constructor(init: FederationInit, components: FederationComponents) {
     this.init = init
@@ -164,7 +164,7 @@ export class Federation implements FederationPort {
       }))
       this.unsubscribe.push(this.catalog.onCaughtUp(() => this.settleThenReady()))
       this.readyTimer = setTimeout(() => {
-        if (this.readyReason !== undefined) return
+        if (this.readiness.isSet) return
         this.log.warn({ timeout_ms: timeoutMs, members: this.node.members().length }, 'no member caught up with since start: serving the local catalog')
         this.becomeReady('timeout')
       }, timeoutMs)
@@ -183,24 +183,19 @@ export class Federation implements FederationPort {
    * (the federation's first) has nothing to wait for.
    */
   get ready(): boolean {
-    return this.readyReason !== undefined
+    return this.readiness.isSet
   }
 
   /** Calls `listener` once the node is ready (at once when it is). Returns the unsubscribe. */
   onReady(listener: (reason: ReadyReason) => void): () => void {
-    if (this.readyReason !== undefined) {
-      listener(this.readyReason)
-      return () => undefined
-    }
-    this.readyListeners.add(listener)
-    return () => this.readyListeners.delete(listener)
+    return this.readiness.on(listener)
   }
 
   /** Caught up: ready once no member joined for `readySettleMs` (the members dialling this node are done). */
   private settleThenReady(): void {
     const settleMs = this.init.readySettleMs ?? DEFAULT_READY_SETTLE_MS
     const quietFor = Date.now() - this.lastJoinAt
-    if (this.readyReason !== undefined || !this.node.started) return
+    if (this.readiness.isSet || !this.node.started) return
     if (quietFor >= settleMs) {
       this.becomeReady('caught_up')
       return
@@ -210,14 +205,12 @@ export class Federation implements FederationPort {
   }
 
   private becomeReady(reason: ReadyReason): void {
-    if (this.readyReason !== undefined) return
-    this.readyReason = reason
+    if (this.readiness.isSet) return
     if (this.readyTimer) clearTimeout(this.readyTimer)
     this.readyTimer = undefined
     if (this.settleTimer) clearTimeout(this.settleTimer)
     this.settleTimer = undefined
-    for (const l of [...this.readyListeners]) l(reason)
-    this.readyListeners.clear()
+    this.readiness.set(reason)
   }
 
   async stop(): Promise<void> {
@@ -225,7 +218,7 @@ export class Federation implements FederationPort {
     this.readyTimer = undefined
     if (this.settleTimer) clearTimeout(this.settleTimer)
     this.settleTimer = undefined
-    this.readyReason = undefined
+    this.readiness.reset()
     for (const u of this.unsubscribe.splice(0)) u()
     await this.catalog.stop()
     await this.results.stop()
