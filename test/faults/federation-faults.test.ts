@@ -114,7 +114,10 @@ describe.skipIf(!canIsolate())('federation faults: 4 daemons in network namespac
     }
     const resumed = await converged(nodes)
     figures.converged_after_resume_ms = resumed
-    for (const [k, short] of published.entries()) expect((await executes(n4, short, 10)).body.result, short).toBe(10 + k)
+    for (const [k, short] of published.entries()) {
+      const ran = await executes(n4, short, 10)
+      expect(ran.body.result, `${short}: ${ran.status} ${JSON.stringify(ran.body)}`).toBe(10 + k)
+    }
     rec.figures({ converged_without_frozen_ms: figures.converged_without_frozen_ms, converged_after_resume_ms: resumed })
     rec.summary(`nodes 1–3 converged in ${figures.converged_without_frozen_ms} ms while node 4 was frozen; all 4 equal ${resumed} ms after SIGCONT; node 4 ran the 5 new functions`)
   }, 180_000)
@@ -213,7 +216,8 @@ describe.skipIf(!canIsolate())('federation faults: 4 daemons in network namespac
     const g1 = await call(n2, 'POST', '/api/v1/functions/create', fn('g1', 'a * 7'))
     const g2 = await call(n2, 'POST', '/api/v1/functions/create', fn('g2', 'a * 9'))
     await converged(nodes)
-    expect((await executes(n4, g1.body.rufid_short as string, 2)).body.result).toBe(14)
+    const fetched = await executes(n4, g1.body.rufid_short as string, 2)
+    expect(fetched.body.result, `${fetched.status} ${JSON.stringify(fetched.body)}`).toBe(14)
     await n2.proc!.stop('SIGKILL')
     n2.proc = undefined
     const started = Date.now()
