@@ -226,8 +226,9 @@ export class CodeProvider {
    * FederationPort.fetchCode. Candidates, each tried once and in turn: the origin that added the
    * content (it published it), providers from the DHT as the query finds them
    * (members only), then the other members (a provider record may not have reached the DHT yet,
-   * or its publisher left: nodes that fetched the code serve it too). The first code that hashes
-   * to `contentDigest` wins; none → 2001.
+   * or its publisher left: nodes that fetched the code serve it too), connected ones first, then
+   * those this node verified before and is not connected to now (dialled). The first code that
+   * hashes to `contentDigest` wins; none → 2001.
    *
    * A publisher, and a node that fetched code when the member that served it says so (the first
    * ANNOUNCING_FETCHERS of each digest it serves), announce themselves as providers 5–10 s later,
@@ -267,8 +268,14 @@ export class CodeProvider {
       const code = await attempt(provider.peerId)
       if (code !== undefined) return code
     }
-    // then every other member, MEMBER_WAVE at a time: the first code that matches wins
-    const rest = node.members().map((m) => m.peerId).filter((p) => !tried.has(p)).sort()
+    // then every other member, MEMBER_WAVE at a time: the first code that matches wins; then the
+    // members this node verified before and is not connected to now (in its DHT routing table: a
+    // partition that just healed, a member being dialled again by the keeper), each dialled and
+    // proven first. Connected members alone answered 2001 while the only live holder was one whose
+    // connection was down for a moment (found by federation-faults after a partition healed)
+    const connected = node.members().map((m) => m.peerId).sort()
+    const known = node.routingTable().verified.filter((p) => !connected.includes(p)).sort()
+    const rest = [...connected, ...known].filter((p) => !tried.has(p) && p !== node.peerId)
     for (let i = 0; i < rest.length; i += MEMBER_WAVE) {
       const code = await firstFound(rest.slice(i, i + MEMBER_WAVE).map(attempt))
       if (code !== undefined) return code
