@@ -420,7 +420,19 @@ export async function runChurn(options = {}) {
         if (node && e) {
           const t = performance.now()
           const r = await getJson(`${node.base}/api/v1/federation/discover/${e.short}`).catch(() => ({ status: 0, body: {} }))
-          discovers.push({ ms: performance.now() - t, ok: r.status === 200, found: (r.body.nodes ?? []).length > 0 })
+          const found = (r.body.nodes ?? []).length > 0
+          discovers.push({
+            ms: performance.now() - t, ok: r.status === 200, found,
+            // why a discover named no holder: how old the publish was, whether its holders were up,
+            // whether the asked node started after it
+            ...(found ? {} : {
+              miss: {
+                status: r.status, node: node.name, published_ms_before: round(t - e.at, 0),
+                holders: [...e.holders].map((h) => `${h}${live().some((x) => x.name === h) ? '' : ' (down)'}`),
+                node_started_after_publish: node.downs.some(([, to]) => to > e.at),
+              },
+            }),
+          })
         }
         await sleep(1_000)
       }
@@ -516,7 +528,7 @@ export async function runChurn(options = {}) {
       ...summarize(executions.filter((e) => e.ok).map((e) => e.ms)), attempts: executions.length, ok: executions.filter((e) => e.ok).length,
       failures: executions.filter((e) => !e.ok).slice(0, 10).map((e) => ({ status: e.status, code: e.code, kind: e.kind })),
     }
-    report.churn_discover = { ...summarize(discovers.filter((d) => d.ok).map((d) => d.ms)), attempts: discovers.length, found: discovers.filter((d) => d.found).length }
+    report.churn_discover = { ...summarize(discovers.filter((d) => d.ok).map((d) => d.ms)), attempts: discovers.length, found: discovers.filter((d) => d.found).length, misses: discovers.filter((d) => d.miss).slice(0, 10).map((d) => d.miss) }
 
     // every function with a holder alive, executed on a live node that does not hold it (a fetch)
     const availability = { functions: published.length, with_live_holder: 0, executed: 0, first_try: 0, orphaned_by_publisher: 0, orphaned_executed: 0, failures: [] }

@@ -695,7 +695,7 @@ type Discovery struct {
 	Nodes         []struct {
 		NodeID   string `json:"node_id"`
 		Endpoint string `json:"endpoint"`
-		Source   string `json:"source"` // self, dht or catalog
+		Source   string `json:"source"` // self, dht, catalog or member
 	} `json:"nodes"`
 }
 

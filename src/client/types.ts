@@ -422,7 +422,7 @@ export interface Discovery {
   content_digest: string | null
   function_name: string | null
   versions: string[]
-  nodes: Array<{ node_id: string; endpoint: string; source: 'self' | 'dht' | 'catalog' }>
+  nodes: Array<{ node_id: string; endpoint: string; source: 'self' | 'dht' | 'catalog' | 'member' }>
 }
 
 /** One member of `GET /api/v1/federation/members`. */

@@ -7,7 +7,7 @@ import type { FederatedDiscovery } from '../engine/replication/federation-port.j
 import type { FunctionVersion, Principal } from '../engine/types.js'
 import { ProviderAnnouncer } from './provider-announcer.js'
 import { noopLogger, type FederationLogger } from './logger.js'
-import type { FederationNode } from './node.js'
+import type { FederationMember, FederationNode } from './node.js'
 
 export const CODE_PROTOCOL = '/svc/code/1.0.0'
 
@@ -68,6 +68,15 @@ export interface CodeProviderComponents {
   announcingFetchers?: number
   /** provider records are made only while the federation has more nodes than this (default ANNOUNCE_PROVIDERS_ABOVE) */
   announceProvidersAbove?: number
+}
+
+/** What a member asks on CODE_PROTOCOL: a version's code, or with `probe` only whether this node holds it. */
+interface CodeRequest {
+  tenant_id: string
+  rufid_short: string
+  version: number
+  content_digest: string
+  probe?: boolean
 }
 
 /** The first defined value the promises resolve with (undefined when none does). */
@@ -131,7 +140,7 @@ export class CodeProvider {
 
   async start(): Promise<void> {
     const { node, replica } = this.c
-    await node.handleMembers(CODE_PROTOCOL, async (request, from) => this.serveCode(request as { tenant_id: string; rufid_short: string; version: number; content_digest: string }, from.peerId))
+    await node.handleMembers(CODE_PROTOCOL, async (request, from) => this.serveCode(request as CodeRequest, from.peerId))
     // what this node publishes is announced by the announcer too, not at the publish: a provider
     // record reaches each of the k closest members (at 20 members, every member; made by kad-dht's
     // provide, a walk plus a stream per member per record, it was ~half the federation's CPU per
@@ -202,11 +211,14 @@ export class CodeProvider {
    * already find a holder in O(log N) hops; a member that was told no still serves the code to
    * whoever asks it (the member scan).
    */
-  private async serveCode(request: { tenant_id: string; rufid_short: string; version: number; content_digest: string }, from: string): Promise<{ source_code: string; announce: boolean }> {
+  private async serveCode(request: CodeRequest, from: string): Promise<{ source_code: string; announce: boolean } | { holds: true }> {
     const fn = await this.c.replica.localVersion(request.tenant_id, request.rufid_short, request.version)
     if (fn === undefined || fn.source_code === '' || fn.content_digest !== request.content_digest) {
       throw new SvcError('RUFID_NOT_FOUND', 'this node does not hold that code')
     }
+    // discovery asks whether this node holds the code, not for it (a member without `probe` sends
+    // the code: the asker reads that as a yes too)
+    if (request.probe === true) return { holds: true }
     return { source_code: fn.source_code, announce: this.toldToAnnounce(fn.content_digest, from) }
   }
 
@@ -283,6 +295,30 @@ export class CodeProvider {
     throw new SvcError('FEDERATION_UNREACHABLE', `no reachable provider holds ${short} v${version}`, { details: { rufid_short: short, content_digest: contentDigest, tried: [...tried] } })
   }
 
+  /**
+   * The connected members that say they hold a version's code, asked MEMBER_WAVE at a time (a
+   * probe each, 2 s at most) until a wave names one. Only for discovery up to k nodes: past k
+   * fetchers make provider records, and asking every member is the walk those records avoid.
+   */
+  private async membersHolding(tenant: string, short: string, version: number, contentDigest: string): Promise<FederationMember[]> {
+    const { node } = this.c
+    const members = node.members().filter((m) => m.peerId !== node.peerId).sort((x, y) => x.peerId.localeCompare(y.peerId))
+    for (let i = 0; i < members.length; i += MEMBER_WAVE) {
+      const wave = members.slice(i, i + MEMBER_WAVE)
+      const holds = await Promise.all(wave.map(async (m) => {
+        try {
+          const answer = await node.request(m.peerId, CODE_PROTOCOL, { tenant_id: tenant, rufid_short: short, version, content_digest: contentDigest, probe: true } satisfies CodeRequest, 2_000) as { holds?: unknown; source_code?: unknown }
+          return answer.holds === true || typeof answer.source_code === 'string'
+        } catch {
+          return false
+        }
+      }))
+      const found = wave.filter((_, j) => holds[j])
+      if (found.length > 0) return found
+    }
+    return []
+  }
+
   /** FederationPort.discover: the versions of a RUFID the caller may see, and the nodes that hold its code. */
   async discover(principal: Principal, rufid: string): Promise<FederatedDiscovery> {
     const { node, functions, replica, metrics } = this.c
@@ -303,6 +339,15 @@ export class CodeProvider {
         const member = origin === undefined ? undefined : node.member(origin)
         if (member !== undefined && !nodes.some((n) => n.node_id === member.peerId)) {
           nodes.push({ node_id: member.peerId, endpoint: member.registration.endpoint, source: 'catalog' })
+        }
+        // up to k nodes the members that fetched code make no provider records (see
+        // ANNOUNCE_PROVIDERS_ABOVE): once its publisher left, nothing above names the members that
+        // hold it. Ask them (whether they hold it, not for the code)
+        if (nodes.length === 0 && !this.recording) {
+          const version = entries[entries.length - 1]!.version
+          for (const holder of await this.membersHolding(principal.tenant_id, target.short, version, digest)) {
+            nodes.push({ node_id: holder.peerId, endpoint: holder.registration.endpoint, source: 'member' })
+          }
         }
       }
       metrics?.federationDiscoveryRequests.inc({ result: nodes.length ? 'found' : 'not_found' })

@@ -35,7 +35,7 @@ export interface FederatedDiscovery {
   content_digest: string | null
   function_name: string | null
   versions: string[]
-  nodes: Array<{ node_id: string; endpoint: string; source: 'self' | 'dht' | 'catalog' }>
+  nodes: Array<{ node_id: string; endpoint: string; source: 'self' | 'dht' | 'catalog' | 'member' }>
 }
 
 /** A local miss of a deterministic call, asked of the members (`FederationPort.findResult`). */

@@ -320,7 +320,7 @@ export const discoverySchema = z.object({
   content_digest: z.string().nullable(),
   function_name: z.string().nullable(),
   versions: z.array(versionLabel),
-  nodes: z.array(z.object({ node_id: z.string(), endpoint: z.string(), source: z.enum(['self', 'dht', 'catalog']) })),
+  nodes: z.array(z.object({ node_id: z.string(), endpoint: z.string(), source: z.enum(['self', 'dht', 'catalog', 'member']) })),
 })
 export const syncBatchSchema = z.object({
   added: z.array(jsonObject),
