@@ -380,7 +380,7 @@ export async function runChurn(options = {}) {
       const r = await post(`${node.base}/api/v1/functions/${entry.short}/execute`, { arguments: { a: 2, b: 3 } }).catch((err) => ({ status: 0, body: { err: String(err) } }))
       const ok = r.status === 200 && r.body.result === 5
       if (ok) entry.holders.add(node.name)
-      return { ok, ms: performance.now() - t, status: r.status, code: r.body?.error?.code ?? r.body?.code }
+      return { ok, ms: performance.now() - t, status: r.status, code: r.body?.error?.code ?? r.body?.code, node: node.name, short: entry.short, publisher: entry.publisher }
     }
     /** Whether a live node other than `except` holds the entry's code. */
     const holderAlive = (entry, except) => [...entry.holders].some((h) => h !== except && live().some((x) => x.name === h))
@@ -526,9 +526,12 @@ export async function runChurn(options = {}) {
     }
     report.churn_executions = {
       ...summarize(executions.filter((e) => e.ok).map((e) => e.ms)), attempts: executions.length, ok: executions.filter((e) => e.ok).length,
-      failures: executions.filter((e) => !e.ok).slice(0, 10).map((e) => ({ status: e.status, code: e.code, kind: e.kind })),
+      failures: executions.filter((e) => !e.ok).slice(0, 10).map((e) => ({ status: e.status, code: e.code, kind: e.kind, node: e.node, short: e.short, publisher: e.publisher, ms: round(e.ms, 0) })),
     }
     report.churn_discover = { ...summarize(discovers.filter((d) => d.ok).map((d) => d.ms)), attempts: discovers.length, found: discovers.filter((d) => d.found).length, misses: discovers.filter((d) => d.miss).slice(0, 10).map((d) => d.miss) }
+    // what went wrong is in the log too, not only in the JSON (a later run overwrites that)
+    if (report.churn_executions.failures.length) log(`executions that failed during churn: ${JSON.stringify(report.churn_executions.failures)}`)
+    if (report.churn_discover.misses.length) log(`discovers that named no holder: ${JSON.stringify(report.churn_discover.misses)}`)
 
     // every function with a holder alive, executed on a live node that does not hold it (a fetch)
     const availability = { functions: published.length, with_live_holder: 0, executed: 0, first_try: 0, orphaned_by_publisher: 0, orphaned_executed: 0, failures: [] }
