@@ -334,6 +334,15 @@ export async function runChurn(options = {}) {
     report.no_churn_publish_to_visible_everywhere = { ...summarize(burstLat), of: burst.length }
     log(`traffic: idle ${report.traffic_idle_bytes_per_node_per_s} B/s/node, ${report.traffic_per_change_bytes_per_node} B/change/node; publish→visible p50 ${report.no_churn_publish_to_visible_everywhere.p50_ms} ms`)
 
+    /** Executes `entry` on `node` (2 + 3); a node that ran it holds its code. */
+    const executeOn = async (node, entry) => {
+      const t = performance.now()
+      const r = await post(`${node.base}/api/v1/functions/${entry.short}/execute`, { arguments: { a: 2, b: 3 } }).catch((err) => ({ status: 0, body: { err: String(err) } }))
+      const ok = r.status === 200 && r.body.result === 5
+      if (ok) entry.holders.add(node.name)
+      return { ok, ms: performance.now() - t, status: r.status, code: r.body?.error?.code ?? r.body?.code, node: node.name, short: entry.short, publisher: entry.publisher }
+    }
+
     // ---- warm-up: a federation in use has its sandbox workers running -----------------------------
     // every node runs one of the burst's functions once (in waves of 4), so that the churn phase does
     // not begin with every node starting its sandbox worker (on its first execution) and fetching code
@@ -348,11 +357,7 @@ export async function runChurn(options = {}) {
         const e = burst.find((x) => x.publisher !== node.name) ?? burst[0]
         if (!e) return
         warm.nodes++
-        const r = await post(`${node.base}/api/v1/functions/${e.short}/execute`, { arguments: { a: 2, b: 3 } }).catch(() => ({ status: 0, body: {} }))
-        if (r.status === 200 && r.body.result === 5) {
-          warm.ok++
-          e.holders.add(node.name)
-        }
+        if ((await executeOn(node, e)).ok) warm.ok++
       }))
     }
     report.warm_up = { ...warm, ms: round(performance.now() - warmT, 0) }
@@ -375,13 +380,6 @@ export async function runChurn(options = {}) {
     const left = new Set() // names that left for good
     const stable = () => live().filter((x) => !changing.has(x.name))
 
-    const executeOn = async (node, entry) => {
-      const t = performance.now()
-      const r = await post(`${node.base}/api/v1/functions/${entry.short}/execute`, { arguments: { a: 2, b: 3 } }).catch((err) => ({ status: 0, body: { err: String(err) } }))
-      const ok = r.status === 200 && r.body.result === 5
-      if (ok) entry.holders.add(node.name)
-      return { ok, ms: performance.now() - t, status: r.status, code: r.body?.error?.code ?? r.body?.code, node: node.name, short: entry.short, publisher: entry.publisher }
-    }
     /** Whether a live node other than `except` holds the entry's code. */
     const holderAlive = (entry, except) => [...entry.holders].some((h) => h !== except && live().some((x) => x.name === h))
 

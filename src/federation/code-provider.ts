@@ -302,7 +302,7 @@ export class CodeProvider {
    */
   private async membersHolding(tenant: string, short: string, version: number, contentDigest: string): Promise<FederationMember[]> {
     const { node } = this.c
-    const members = node.members().filter((m) => m.peerId !== node.peerId).sort((x, y) => x.peerId.localeCompare(y.peerId))
+    const members = node.members().sort((x, y) => x.peerId.localeCompare(y.peerId))
     for (let i = 0; i < members.length; i += MEMBER_WAVE) {
       const wave = members.slice(i, i + MEMBER_WAVE)
       const holds = await Promise.all(wave.map(async (m) => {

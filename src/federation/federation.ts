@@ -206,18 +206,19 @@ export class Federation implements FederationPort {
 
   private becomeReady(reason: ReadyReason): void {
     if (this.readiness.isSet) return
-    if (this.readyTimer) clearTimeout(this.readyTimer)
-    this.readyTimer = undefined
-    if (this.settleTimer) clearTimeout(this.settleTimer)
-    this.settleTimer = undefined
+    this.clearReadyTimers()
     this.readiness.set(reason)
   }
 
-  async stop(): Promise<void> {
+  private clearReadyTimers(): void {
     if (this.readyTimer) clearTimeout(this.readyTimer)
     this.readyTimer = undefined
     if (this.settleTimer) clearTimeout(this.settleTimer)
     this.settleTimer = undefined
+  }
+
+  async stop(): Promise<void> {
+    this.clearReadyTimers()
     this.readiness.reset()
     for (const u of this.unsubscribe.splice(0)) u()
     await this.catalog.stop()
