@@ -5,6 +5,7 @@ import type { Libp2p } from 'libp2p'
 import { LruCache } from '../engine/lru.js'
 import type { MembershipRefusalReason } from '../engine/metrics.js'
 import { MembershipError, type CertificateVerifier, type MembershipFailure, type VerifiedMember } from './certificates.js'
+import { stallAwareTimeout } from './deadline.js'
 import type { FederationLogger } from './logger.js'
 
 export const MEMBERSHIP_PROTOCOL = '/svc/membership/1.0.0'
@@ -113,9 +114,10 @@ function registrationOf(claim: unknown, peerId: string): NodeRegistration {
  * Federation membership, failing closed. After connecting, each side asks the other for its
  * registration over `/svc/membership/1.0.0` and checks its certificate (chain to the federation
  * CA, validity, revocation, the PeerId Noise proved). Any outcome other than a verified
- * certificate within `timeoutMs` of the exchange's start is a refusal: silence, garbage, an
- * oversized or slow answer, a reset, another PeerId, a second exchange that disagrees with the
- * first. A refused peer is disconnected, logged at warn, reported (`onRefused`), forgotten by the
+ * certificate within `timeoutMs` of the exchange's start (of this process's running time: a
+ * deadline this process was too stalled to notice in time starts again, deadline.ts) is a
+ * refusal: silence, garbage, an oversized or slow answer, a reset, another PeerId, a second
+ * exchange that disagrees with the first. A refused peer is disconnected, logged at warn, reported (`onRefused`), forgotten by the
  * DHT, and refused both ways for `backoffMs` (a bounded deny list).
  *
  * `admit` is what the membership gate (membership-gate.ts) asks for every stream and topology.
@@ -234,7 +236,7 @@ export class Membership {
   private async prove(peerId: string): Promise<FederationMember | undefined> {
     const node = this.node!
     const peer = peerIdFromString(peerId)
-    const deadline = AbortSignal.timeout(this.init.timeoutMs)
+    const deadline = stallAwareTimeout(this.init.timeoutMs)
     if (!this.connected(peerId)) {
       // a peer we are not connected to: unreachable is not a refusal (nothing was exchanged)
       try {
@@ -283,7 +285,7 @@ export class Membership {
   /** The peer's side, answered: we read its registration, check it, and answer with ours. */
   async answer(stream: Stream, connection: Connection): Promise<void> {
     const peerId = connection.remotePeer.toString()
-    const deadline = AbortSignal.timeout(this.init.timeoutMs)
+    const deadline = stallAwareTimeout(this.init.timeoutMs)
     const lp = lpStream(stream, { maxDataLength: MAX_REGISTRATION_BYTES })
     try {
       this.check(peerId, parse(await lp.read({ signal: deadline })))
