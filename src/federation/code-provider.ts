@@ -285,9 +285,9 @@ export class CodeProvider {
     // partition that just healed, a member being dialled again by the keeper), each dialled and
     // proven first. Connected members alone answered 2001 while the only live holder was one whose
     // connection was down for a moment (found by federation-faults after a partition healed)
-    const connected = node.members().map((m) => m.peerId).sort()
-    const known = node.routingTable().verified.filter((p) => !connected.includes(p)).sort()
-    const rest = [...connected, ...known].filter((p) => !tried.has(p) && p !== node.peerId)
+    const connected = new Set(node.members().map((m) => m.peerId))
+    const known = node.routingTable().verified.filter((p) => !connected.has(p)).sort()
+    const rest = [...[...connected].sort(), ...known].filter((p) => !tried.has(p))
     for (let i = 0; i < rest.length; i += MEMBER_WAVE) {
       const code = await firstFound(rest.slice(i, i + MEMBER_WAVE).map(attempt))
       if (code !== undefined) return code

@@ -117,8 +117,9 @@ function registrationOf(claim: unknown, peerId: string): NodeRegistration {
  * certificate within `timeoutMs` of the exchange's start (of this process's running time: a
  * deadline this process was too stalled to notice in time starts again, deadline.ts) is a
  * refusal: silence, garbage, an oversized or slow answer, a reset, another PeerId, a second
- * exchange that disagrees with the first. A refused peer is disconnected, logged at warn, reported (`onRefused`), forgotten by the
- * DHT, and refused both ways for `backoffMs` (a bounded deny list).
+ * exchange that disagrees with the first. A refused peer is disconnected, logged at warn,
+ * reported (`onRefused`), forgotten by the DHT, and refused both ways for `backoffMs` (a bounded
+ * deny list).
  *
  * `admit` is what the membership gate (membership-gate.ts) asks for every stream and topology.
  */
