@@ -40,16 +40,27 @@ describe.skipIf(!canIsolate())('federation faults: 4 daemons in network namespac
   const digestOf = async (node: Node): Promise<string> => (await call(node, 'GET', '/api/v1/federation/catalog/digest')).body.digest as string
   const live = () => nodes.filter((n) => n.proc !== undefined && n.proc.proc.exitCode === null && n.proc.proc.signalCode === null)
 
-  /** Milliseconds until every node of `among` reports the same catalog digest (fails past the bound). */
-  const converged = async (among: Node[], bound = CONVERGENCE_BOUND_MS): Promise<number> => {
+  /**
+   * Asks `probe` every 100 ms until `done` accepts its answer; the milliseconds that took. Past
+   * `bound` it fails with `failure` of the last answer.
+   */
+  const pollUntil = async <T>(bound: number, probe: () => Promise<T>, done: (answer: T) => boolean, failure: (answer: T) => string): Promise<number> => {
     const started = Date.now()
     for (;;) {
-      const digests = await Promise.all(among.map((n) => digestOf(n).catch(() => `unreachable ${n.i}`)))
-      if (new Set(digests).size === 1) return Date.now() - started
-      if (Date.now() - started > bound) throw new Error(`digests still differ after ${bound} ms: ${digests.map((x, k) => `node${among[k]!.i} ${x.slice(0, 12)}`).join(', ')}`)
+      const answer = await probe()
+      if (done(answer)) return Date.now() - started
+      if (Date.now() - started > bound) throw new Error(`${failure(answer)} after ${bound} ms`)
       await sleep(100)
     }
   }
+
+  /** Milliseconds until every node of `among` reports the same catalog digest (fails past the bound). */
+  const converged = (among: Node[], bound = CONVERGENCE_BOUND_MS): Promise<number> => pollUntil(
+    bound,
+    () => Promise.all(among.map((n) => digestOf(n).catch(() => `unreachable ${n.i}`))),
+    (digests) => new Set(digests).size === 1,
+    (digests) => `digests still differ: ${digests.map((x, k) => `node${among[k]!.i} ${x.slice(0, 12)}`).join(', ')}`,
+  )
 
   /**
    * Waits until every node of `among` lists every other as a member (fails past the bound). The
@@ -58,19 +69,16 @@ describe.skipIf(!canIsolate())('federation faults: 4 daemons in network namespac
    * and kept out for the refusal back-off, which is what that refusal is for, not what these
    * tests are about.
    */
-  const meshed = async (among: Node[], bound = CONVERGENCE_BOUND_MS): Promise<void> => {
-    const started = Date.now()
-    for (;;) {
-      const listed = await Promise.all(among.map(async (n) => {
-        const answer = await call(n, 'GET', '/api/v1/federation/nodes').catch(() => undefined)
-        const ids = new Set(((answer?.body.nodes ?? []) as Array<{ node_id: string }>).map((x) => x.node_id))
-        return among.filter((o) => o !== n && !ids.has(o.member.peerId)).map((o) => o.i)
-      }))
-      if (listed.every((missing) => missing.length === 0)) return
-      if (Date.now() - started > bound) throw new Error(`not every node lists every other after ${bound} ms: ${listed.map((m, k) => `node${among[k]!.i} misses [${m.join(', ')}]`).join('; ')}`)
-      await sleep(100)
-    }
-  }
+  const meshed = (among: Node[], bound = CONVERGENCE_BOUND_MS): Promise<number> => pollUntil(
+    bound,
+    () => Promise.all(among.map(async (n) => {
+      const answer = await call(n, 'GET', '/api/v1/federation/nodes').catch(() => undefined)
+      const ids = new Set(((answer?.body.nodes ?? []) as Array<{ node_id: string }>).map((x) => x.node_id))
+      return among.filter((o) => o !== n && !ids.has(o.member.peerId)).map((o) => o.i)
+    })),
+    (missing) => missing.every((m) => m.length === 0),
+    (missing) => `not every node lists every other: ${missing.map((m, k) => `node${among[k]!.i} misses [${m.join(', ')}]`).join('; ')}`,
+  )
 
   const start = async (node: Node): Promise<void> => {
     const bootstrap = live().filter((n) => n !== node).flatMap((n) => n.p2p.slice(0, 1))
@@ -85,6 +93,11 @@ describe.skipIf(!canIsolate())('federation faults: 4 daemons in network namespac
 
   const executes = async (node: Node, short: string, a: number): Promise<{ status: number; body: Record<string, unknown> }> =>
     call(node, 'POST', `/api/v1/functions/${short}/execute`, { arguments: { a } }, 60_000)
+  /** Executes `short` on `node` and expects `result`; a failure names the answer's status and body. */
+  const expectRuns = async (node: Node, short: string, a: number, result: number, what = short): Promise<void> => {
+    const ran = await executes(node, short, a)
+    expect(ran.body.result, `${what} on node ${node.i}: ${ran.status} ${JSON.stringify(ran.body)}`).toBe(result)
+  }
 
   beforeAll(async () => {
     net = IsolatedNetwork.create(N)
@@ -127,7 +140,7 @@ describe.skipIf(!canIsolate())('federation faults: 4 daemons in network namespac
       }
       const others = await converged([n1, n2, n3])
       figures.converged_without_frozen_ms = others
-      expect((await executes(n1, published[0]!, 1)).body.result).toBe(1)
+      await expectRuns(n1, published[0]!, 1, 1)
       // frozen long enough for its peers' pings and streams to time out
       await sleep(10_000)
       expect((await call(n1, 'POST', '/api/v1/functions/resolve', { rufid: published[4] })).status).toBe(200)
@@ -136,10 +149,7 @@ describe.skipIf(!canIsolate())('federation faults: 4 daemons in network namespac
     }
     const resumed = await converged(nodes)
     figures.converged_after_resume_ms = resumed
-    for (const [k, short] of published.entries()) {
-      const ran = await executes(n4, short, 10)
-      expect(ran.body.result, `${short}: ${ran.status} ${JSON.stringify(ran.body)}`).toBe(10 + k)
-    }
+    for (const [k, short] of published.entries()) await expectRuns(n4, short, 10, 10 + k)
     rec.figures({ converged_without_frozen_ms: figures.converged_without_frozen_ms, converged_after_resume_ms: resumed })
     rec.summary(`nodes 1–3 converged in ${figures.converged_without_frozen_ms} ms while node 4 was frozen; all 4 equal ${resumed} ms after SIGCONT; node 4 ran the 5 new functions`)
   }, 180_000)
@@ -159,7 +169,7 @@ describe.skipIf(!canIsolate())('federation faults: 4 daemons in network namespac
     }
     await start(n3)
     const caughtUp = await converged(nodes)
-    for (const [k, short] of published.entries()) expect((await executes(n3, short, 3)).body.result, short).toBe(3 * (k + 2))
+    for (const [k, short] of published.entries()) await expectRuns(n3, short, 3, 3 * (k + 2))
     await meshed(nodes)
     rec.figures({ converged_after_restart_ms: caughtUp })
     rec.summary(`all 4 digests equal ${caughtUp} ms after node 3 listened again; it ran the 5 functions published while it was dead`)
@@ -219,10 +229,9 @@ describe.skipIf(!canIsolate())('federation faults: 4 daemons in network namespac
     expect([11, 21]).toContain(invoked[0]!.body.result)
     // every function runs on every node; the loser answers 2002 on every node
     for (const n of nodes) {
-      for (const [what, short, a, result] of [['winner', winner.body.rufid_short, 1, winner === sideA ? 101 : 201], ['onlyA', ownA.body.rufid_short, 5, 4], ['onlyB', ownB.body.rufid_short, 5, 3]] as const) {
-        const ran = await executes(n, short as string, a)
-        expect(ran.body.result, `${what} on node ${n.i}: ${ran.status} ${JSON.stringify(ran.body)}`).toBe(result)
-      }
+      await expectRuns(n, winner.body.rufid_short as string, 1, winner === sideA ? 101 : 201, 'winner')
+      await expectRuns(n, ownA.body.rufid_short as string, 5, 4, 'onlyA')
+      await expectRuns(n, ownB.body.rufid_short as string, 5, 3, 'onlyB')
       const lost = await call(n, 'POST', '/api/v1/functions/resolve', { rufid: loser.body.rufid_short, version: 'v1' })
       expect(lost.status, `loser on node ${n.i}`).toBe(409)
       expect((lost.body.error as { code: number }).code).toBe(2002)
@@ -240,8 +249,7 @@ describe.skipIf(!canIsolate())('federation faults: 4 daemons in network namespac
     const g1 = await call(n2, 'POST', '/api/v1/functions/create', fn('g1', 'a * 7'))
     const g2 = await call(n2, 'POST', '/api/v1/functions/create', fn('g2', 'a * 9'))
     await converged(nodes)
-    const fetched = await executes(n4, g1.body.rufid_short as string, 2)
-    expect(fetched.body.result, `${fetched.status} ${JSON.stringify(fetched.body)}`).toBe(14)
+    await expectRuns(n4, g1.body.rufid_short as string, 2, 14)
     await n2.proc!.stop('SIGKILL')
     n2.proc = undefined
     const started = Date.now()
