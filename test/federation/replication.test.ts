@@ -163,8 +163,10 @@ describe('catalog replication, discovery and code on demand (in-process members)
     await waitFor(async () => (await liar.engine.functions.ledger(tenant, 'honest')).length === 1)
     await liar.federation.node.provide(created.fn.content_digest)
     await waitFor(async () => (await b.engine.functions.ledger(tenant, 'honest')).length === 1)
-    const providers = await b.federation.node.findProviders(created.fn.content_digest)
-    expect(providers.map((p) => p.peerId)).toContain(liar.identity.peerId)
+    // provide resolves once ADD_PROVIDER is written (it has no answer): b may not have read it yet
+    const named = async (): Promise<string[]> => (await b.federation.node.findProviders(created.fn.content_digest)).map((p) => p.peerId)
+    await waitFor(async () => (await named()).includes(liar.identity.peerId), 5_000).catch(() => undefined)
+    expect(await named()).toContain(liar.identity.peerId)
     // b would ask the publisher first (its gossip named it): make the liar the first candidate
     const hints = (b.federation.code as unknown as { holders: Map<string, string> }).holders
     await waitFor(() => hints.get(created.fn.content_digest) === a.identity.peerId, 5_000)
