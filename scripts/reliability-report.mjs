@@ -26,6 +26,7 @@ const SECTIONS = [
   ['hostile', 'Hostile input on every door'],
   ['tenancy', 'Tenancy'],
   ['credentials', 'Credential floods'],
+  ['isolation', 'Hostile tenant: one tenant against the others on a shared node'],
   ['tools', 'Operator tools'],
 ]
 
