@@ -15,6 +15,17 @@ export interface Principal {
   /** how the principal authenticated (`anonymous`, `api_key`, `jwt`, `mtls`, …) */
   method: string
   key_id?: string
+  /**
+   * The tenant whose credential this is, when `tenant_id` is one of its child namespaces
+   * (`X-Svc-Namespace: acme.n1` narrows `acme` to `acme.n1`): what the namespaces share, such as
+   * the sandbox's fair share and quotas. Absent: `tenant_id` itself.
+   */
+  root_tenant_id?: string
+}
+
+/** The tenant a principal's use of shared resources is charged to (its child namespaces count against it). */
+export function rootTenantOf(principal: Principal): string {
+  return principal.root_tenant_id ?? principal.tenant_id
 }
 
 export interface ManifestSnapshot {

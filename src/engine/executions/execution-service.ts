@@ -13,7 +13,7 @@ import type { WheelProvisioner } from './wheel-provisioner.js'
 import type { FederationPort } from '../replication/federation-port.js'
 import { argumentsDigestOrUndefined, ReceiptIssuer } from './receipt-issuer.js'
 import { RESULT_CACHE_DEFAULTS, ResultCache, ResultKeys, type CachedResult, type ResultCacheInit } from './result-cache.js'
-import type { ExecutionRecord, ExecutionStatus, FunctionStats, FunctionVersion, Principal } from '../types.js'
+import { rootTenantOf, type ExecutionRecord, type ExecutionStatus, type FunctionStats, type FunctionVersion, type Principal } from '../types.js'
 
 /** Per-execution limits (the sandbox's own type). */
 export type LimitValues = ExecutionLimits
@@ -327,6 +327,7 @@ export class ExecutionService {
     const outcome = refused ?? await this.c.sandbox.execute({
       key: `${fn.tenant_id}/${fn.rufid_short}/v${fn.version}`,
       tenant: fn.tenant_id,
+      account: rootTenantOf(principal),
       language: fn.language,
       source: fn.source_code,
       // a deterministic function never sees state an earlier call left

@@ -25,6 +25,8 @@ export interface ExecuteJob {
   key: string
   /** the isolation scope (tenant): Python interpreters are per scope */
   scope: string
+  /** the root tenant the call is charged to (fair scheduling, warm capacity): child namespaces count against it */
+  account: string
   language: string
   family: LanguageFamily
   /** The source text; absent when the supervisor sent it to this worker before (see `sourceDigest`). */

@@ -43,9 +43,12 @@ export function prepareRequest(req: SandboxRequest, maxLogBytes: number, digestO
     }
   }
 
+  requireString(req.account, 'account', true, true)
+  const scope = req.tenant ?? req.key.split('/')[0] ?? ''
   const common = {
     key: req.key,
-    scope: req.tenant ?? req.key.split('/')[0] ?? '',
+    scope,
+    account: req.account ?? scope,
     language: req.language.toLowerCase(),
     family,
     source: req.source,
@@ -106,7 +109,8 @@ function argumentsJson(values: unknown): string {
   }
 }
 
-function requireString(value: unknown, field: string, nonEmpty: boolean): void {
+function requireString(value: unknown, field: string, nonEmpty: boolean, optional = false): void {
+  if (optional && value === undefined) return
   if (typeof value !== 'string' || (nonEmpty && value.length === 0)) {
     throw validationFailed(`${field} must be a${nonEmpty ? ' non-empty' : ''} string`)
   }

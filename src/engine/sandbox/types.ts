@@ -33,6 +33,11 @@ export interface SandboxRequest {
    */
   tenant?: string
   /**
+   * The tenant the call is charged to for fair scheduling, warm capacity and quotas: the root
+   * tenant of `tenant` (child namespaces count against their root). Absent: `tenant`.
+   */
+  account?: string
+  /**
    * A language value of rufid-v1.md §3 the sandbox runs: js-family (`javascript`, `js`,
    * `typescript`, `ts`, …) or python-family (`python`, `python3`, `py`, `python3.<minor>`).
    */
