@@ -32,7 +32,15 @@ class WarmIsolate implements WarmEntry {
     readonly context: ContextMode,
     /** the key it serves (its place in the warm LRU) */
     readonly key: string,
+    readonly account: string,
   ) {}
+
+  /** the isolate's memory as of its last call (see `memoryBytes`) */
+  lastMemoryBytes = 0
+
+  memoryBytes(): number {
+    return this.lastMemoryBytes
+  }
 
   /** Whether this isolate can serve the call: same source, context mode and memory limit, still alive. */
   matches(job: ExecuteJob): boolean {
@@ -103,6 +111,7 @@ export class JsRuntime implements LanguageRuntime {
       const result = await runCall({ isolate: entry.isolate, compiled, instance: entry.instance, prepared: needsInstance ? entry.takePrepared() : undefined }, job)
       reusable = result.reusable
       entry.instance = result.instance
+      entry.lastMemoryBytes = result.outcome.memoryBytes
       return result.outcome
     } finally {
       if (reusable && !entry.isolate.isDisposed) {
@@ -167,7 +176,7 @@ export class JsRuntime implements LanguageRuntime {
     }
     // the next new key will likely want one of the same size and log budget: made once this call is answered
     this.spareWanted = { memoryMb, maxLogBytes: job.maxLogBytes }
-    const entry = new WarmIsolate(isolate, memoryMb, job.sourceDigest, contextOf(job), job.key)
+    const entry = new WarmIsolate(isolate, memoryMb, job.sourceDigest, contextOf(job), job.key, job.account)
     entry.prepared = prepared
     return entry
   }

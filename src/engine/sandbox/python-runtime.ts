@@ -21,7 +21,13 @@ class PythonWarmEntry implements WarmEntry {
     readonly interpreter: PythonInterpreter,
     readonly sourceDigest: string,
     readonly code: PyHandle,
+    readonly account: string,
   ) {}
+
+  /** a code object and a dict: the interpreter's memory is counted per scope, not per entry */
+  memoryBytes(): number {
+    return 0
+  }
 
   dispose(): void {
     for (const handle of [this.instance, this.code]) {
@@ -129,7 +135,7 @@ export class PythonRuntime implements LanguageRuntime {
       if ('syntax' in prepared) {
         return failure(new SvcError('VALIDATION_FAILED', `syntax error in the source: ${prepared.syntax}`, { details: { syntaxError: prepared.syntax } }))
       }
-      entry = new PythonWarmEntry(interpreter, job.sourceDigest, prepared.code)
+      entry = new PythonWarmEntry(interpreter, job.sourceDigest, prepared.code, job.account)
     }
 
     hooks.onStarted()

@@ -1,7 +1,11 @@
 import type { ExecuteJob, WireOutcome } from './ipc.js'
 
-/** Something a runtime keeps warm per key in the worker's shared LRU (an isolate, an interpreter…). */
+/** Something a runtime keeps warm per key in the worker's shared warm pool (an isolate, an interpreter…). */
 export interface WarmEntry {
+  /** the root tenant whose call made it (ExecuteJob.account): warm capacity is shared fairly between accounts */
+  readonly account: string
+  /** bytes the entry holds in the worker (heap and memory outside it), as of its last call; 0 when unknown */
+  memoryBytes(): number
   dispose(): void
 }
 
