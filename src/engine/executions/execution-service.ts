@@ -216,7 +216,7 @@ export class ExecutionService {
       const remote = federation?.findResult ? await federation.findResult({ ...fields, key, rufid: fullRufidOf(fn), args }).catch(() => undefined) : undefined
       if (remote !== undefined && !remote.reexecute) {
         const entry: CachedResult = { ...fields, result: remote.result, resultBytes: remote.resultBytes, receipts: remote.receipts, source: 'remote' }
-        this.results.put(key, entry)
+        this.results.put(key, entry, rootTenantOf(principal))
         settle(entry)
         return await this.answerFromCache(principal, fn, entry, 'remote_hit', started, started_at, id)
       }
@@ -226,7 +226,7 @@ export class ExecutionService {
         const resultBytes = JSON.stringify(record.result ?? null).length
         const entry: CachedResult = { ...fields, result: record.result ?? null, resultBytes, receipts: record.receipt ? [record.receipt] : [], source: 'local' }
         if (this.results.admits(resultBytes)) {
-          this.results.put(key, entry)
+          this.results.put(key, entry, rootTenantOf(principal))
           settle(entry)
           if (record.receipt) federation?.offerResult?.(key, entry)
         }

@@ -1,4 +1,5 @@
 import { argumentsCanonicalText, jsonDigest, sha256Hex, type Receipt } from '../../core/receipt.js'
+import { FairLru } from '../fair-lru.js'
 import { LruCache } from '../lru.js'
 
 /**
@@ -46,6 +47,8 @@ export interface ResultCacheInit {
   maxBytes: number
   /** a result whose JSON is larger is not cached */
   maxResultBytes: number
+  /** what one tenant's results may hold at most (absent or 0: only the shared bounds) */
+  maxBytesPerTenant?: number
   /** receipts kept per entry (distinct signers; a quorum policy needs k) */
   maxReceipts?: number
 }
@@ -55,17 +58,27 @@ export const RESULT_CACHE_DEFAULTS: ResultCacheInit = { maxEntries: 10_000, maxB
 /** ~ what an entry costs in memory: its result's JSON plus its receipts (a certificate is ~1.3 KB). */
 const weightOf = (entry: CachedResult): number => entry.resultBytes + entry.receipts.reduce((n, r) => n + 600 + r.certificate.length, 256)
 
+/** The account that members' offered results are charged to: they share one share of the room. */
+export const OFFERED_ACCOUNT = '<federation>'
+
 /**
- * The results of deterministic functions, bounded by count and bytes (least recently used first
- * out). Keys include the tenant (`resultCacheKey`).
+ * The results of deterministic functions, bounded by count and bytes, shared fairly between
+ * tenants: past a bound the least recently used result of the tenant holding the most goes
+ * (FairLru), so one tenant's churn evicts its own results, never another's share; a tenant past
+ * `maxBytesPerTenant` loses its own oldest. Keys include the tenant (`resultCacheKey`). Results
+ * offered by members (not computed or asked for here) share one account of their own.
  */
 export class ResultCache {
-  private readonly lru: LruCache<CachedResult>
+  private readonly lru: FairLru<CachedResult>
   readonly init: ResultCacheInit
 
   constructor(init: ResultCacheInit) {
     this.init = init
-    this.lru = new LruCache<CachedResult>(Math.max(0, init.maxEntries), () => undefined, { maxWeight: init.maxBytes, weigh: weightOf })
+    this.lru = new FairLru<CachedResult>({
+      maxEntries: Math.max(0, init.maxEntries),
+      maxWeight: init.maxBytes,
+      ...(init.maxBytesPerTenant ? { maxWeightPerAccount: init.maxBytesPerTenant } : {}),
+    })
   }
 
   get size(): number {
@@ -87,15 +100,18 @@ export class ResultCache {
   }
 
   /**
-   * Stores `entry`, or adds its receipts to the entry already stored with the same result (distinct
-   * signers only, bounded). Returns false when a stored entry disagrees (another result digest):
-   * the caller records the conflict; the stored entry stays.
+   * Stores `entry`, charged to `account` (the root tenant whose call computed or asked for it;
+   * default: the entry's tenant, or OFFERED_ACCOUNT for a member's offer), or adds its receipts to
+   * the entry already stored with the same result (distinct signers only, bounded). Returns false
+   * when a stored entry disagrees (another result digest): the caller records the conflict; the
+   * stored entry stays.
    */
-  put(key: string, entry: CachedResult): boolean {
+  put(key: string, entry: CachedResult, account = entry.source === 'offered' ? OFFERED_ACCOUNT : entry.tenant): boolean {
     if (!this.admits(entry.resultBytes)) return true
     const held = this.lru.peek(key)
     if (held === undefined) {
-      this.lru.put(key, { ...entry, receipts: entry.receipts.slice(0, this.init.maxReceipts ?? 8) })
+      const kept = { ...entry, receipts: entry.receipts.slice(0, this.init.maxReceipts ?? 8) }
+      this.lru.put(key, kept, account, weightOf(kept))
       return true
     }
     const digest = held.receipts[0]?.result_digest ?? null
@@ -105,7 +121,9 @@ export class ResultCache {
     const added = entry.receipts.filter((r) => !signers.has(r.peer_id))
     if (added.length > 0 || (held.receipts.length === 0 && entry.receipts.length > 0)) {
       const receipts = [...held.receipts, ...added].slice(0, this.init.maxReceipts ?? 8)
-      this.lru.put(key, { ...held, receipts })
+      const kept = { ...held, receipts }
+      // the entry stays with the account that stored it first
+      this.lru.put(key, kept, this.lru.accountOf(key) ?? account, weightOf(kept))
     }
     return true
   }
