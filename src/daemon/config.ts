@@ -109,7 +109,15 @@ export const configSchema = z.object({
     workers: z.number().int().min(1).max(64),
     workers_on_demand: z.boolean(),
     max_warm_isolates_per_worker: z.number().int().min(1),
+    max_warm_mb_per_worker: z.number().int().min(0),
+    max_warm_mb_per_tenant: z.number().int().min(0),
     queue_limit: z.number().int().min(0),
+    scheduling: z.object({
+      queue_limit_per_tenant: z.number().int().min(0),
+      max_long_running_per_tenant: z.number().int().min(0).max(64),
+      long_call_ms: z.number().int().min(0).max(600_000),
+      weights: z.record(tenant, z.number().positive().max(1_000_000)),
+    }).strict(),
     max_log_bytes: z.number().int().min(0),
     kill_grace_ms: z.number().int().min(0),
     record_flush_ms: z.number().int().min(0).max(1000),
@@ -118,6 +126,7 @@ export const configSchema = z.object({
       max_entries: z.number().int().min(0),
       max_bytes: z.number().int().min(0),
       max_result_bytes: z.number().int().min(0),
+      max_bytes_per_tenant: z.number().int().min(0),
     }).strict(),
     python: z.object({
       wheelhouse: z.string(),

@@ -97,8 +97,14 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     workers: x.workers,
     startOnDemand: x.workers_on_demand,
     maxWarmIsolatesPerWorker: x.max_warm_isolates_per_worker,
+    maxWarmMbPerWorker: x.max_warm_mb_per_worker,
+    maxWarmMbPerTenant: x.max_warm_mb_per_tenant,
     maxLogBytes: x.max_log_bytes,
     queueLimit: x.queue_limit,
+    queueLimitPerTenant: x.scheduling.queue_limit_per_tenant,
+    maxLongRunningPerTenant: x.scheduling.max_long_running_per_tenant,
+    longCallMs: x.scheduling.long_call_ms,
+    tenantWeights: x.scheduling.weights,
     killGraceMs: x.kill_grace_ms,
     ...(x.python.wheelhouse ? { pythonWheelhouse: x.python.wheelhouse } : {}),
     pythonWheelCache: wheelCache,
@@ -119,7 +125,12 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       execution: {
         defaults: limitsOf(x.defaults),
         max: limitsOf(x.max),
-        resultCache: { maxEntries: x.result_cache.max_entries, maxBytes: x.result_cache.max_bytes, maxResultBytes: x.result_cache.max_result_bytes },
+        resultCache: {
+          maxEntries: x.result_cache.max_entries,
+          maxBytes: x.result_cache.max_bytes,
+          maxResultBytes: x.result_cache.max_result_bytes,
+          maxBytesPerTenant: x.result_cache.max_bytes_per_tenant,
+        },
       },
       auth: authInitOf(config),
       rateLimits: {
@@ -141,6 +152,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     },
     { db, store, sandbox, metrics, events },
   )
+  metrics.sandboxTenantsSource.read = () => sandbox.stats().tenants
   let draining = false
   const app = createRestApi(
     {

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { CHANGE_REJECTIONS } from './replication/change-authenticator.js'
+import type { SandboxTenantStats } from './sandbox/types.js'
 
 /**
  * Every metric name of service-spec §8, on one registry per node (several in-process nodes in a
@@ -31,6 +32,11 @@ export interface SvcMetrics {
   routingTableSource: { read: () => { verified: number; others: number } }
   /** what `svc_rufid_cache_hits_ratio` reads at scrape time; the registry sets `read` */
   cacheHitRatioSource: { read: () => number }
+  /**
+   * what the `svc_sandbox_tenant_*` metrics read at scrape time (the sandbox's fair scheduler, per
+   * root tenant); the daemon sets `read`
+   */
+  sandboxTenantsSource: { read: () => readonly SandboxTenantStats[] }
 }
 
 export interface MetricsInit {
@@ -76,6 +82,7 @@ export function createMetrics(init: MetricsInit = {}): SvcMetrics {
   if (init.defaultMetrics) collectDefaultMetrics({ register: registry })
   const registers = [registry]
   const ratioSource = { read: (): number => 0 }
+  const sandboxTenantsSource = { read: (): readonly SandboxTenantStats[] => [] }
   const routingTableSource = { read: (): { verified: number; others: number } => ({ verified: 0, others: 0 }) }
   const metrics: SvcMetrics = {
     registry,
@@ -153,11 +160,55 @@ export function createMetrics(init: MetricsInit = {}): SvcMetrics {
     }),
     routingTableSource,
     cacheHitRatioSource: ratioSource,
+    sandboxTenantsSource,
   }
+  registerSandboxTenantMetrics(registers, sandboxTenantsSource)
   // every result the federation reports (src/federation/: code-provider.ts, node.ts, catalog-sync.ts) reads 0 before the first
   // discovery, so a rate() or an alert on it has a series from the start
   for (const result of DISCOVERY_RESULTS) metrics.federationDiscoveryRequests.inc({ result }, 0)
   for (const reason of MEMBERSHIP_REFUSAL_REASONS) metrics.federationMembershipRefusals.inc({ reason }, 0)
   for (const reason of CHANGE_REJECTION_REASONS) metrics.federationChangesRejected.inc({ reason }, 0)
   return metrics
+}
+
+/**
+ * Per-tenant sandbox scheduling, read from the scheduler at scrape time (the `tenant` label is the
+ * root tenant; a tenant appears once it has sent a call): calls waiting and running, worker time
+ * served, and calls refused by reason (tenant_queue_full: its own queue limit; queue_share: the
+ * shared queue was full and it held the most; pushed_out: a waiting call refused to make room for
+ * another tenant's).
+ */
+function registerSandboxTenantMetrics(registers: Registry[], source: SvcMetrics['sandboxTenantsSource']): void {
+  new Gauge({
+    name: 'svc_sandbox_tenant_queued', help: 'Calls of a tenant waiting for a sandbox worker', labelNames: ['tenant'], registers,
+    collect() {
+      this.reset()
+      for (const t of source.read()) this.set({ tenant: t.tenant }, t.queued)
+    },
+  })
+  new Gauge({
+    name: 'svc_sandbox_tenant_running', help: 'Calls of a tenant running in sandbox workers', labelNames: ['tenant'], registers,
+    collect() {
+      this.reset()
+      for (const t of source.read()) this.set({ tenant: t.tenant }, t.running)
+    },
+  })
+  new Counter({
+    name: 'svc_sandbox_tenant_worker_seconds_total', help: 'Sandbox worker time held by the calls of a tenant', labelNames: ['tenant'], registers,
+    collect() {
+      this.reset()
+      for (const t of source.read()) this.inc({ tenant: t.tenant }, t.servedMs / 1000)
+    },
+  })
+  new Counter({
+    name: 'svc_sandbox_tenant_refused_total',
+    help: 'Calls of a tenant refused by the sandbox scheduler (1005), by reason: tenant_queue_full, queue_share, pushed_out',
+    labelNames: ['tenant', 'reason'], registers,
+    collect() {
+      this.reset()
+      for (const t of source.read()) {
+        for (const [reason, n] of Object.entries(t.refused)) if (n) this.inc({ tenant: t.tenant, reason }, n)
+      }
+    },
+  })
 }

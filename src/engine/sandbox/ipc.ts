@@ -78,7 +78,12 @@ export const sourceCapacity = (maxWarmIsolates: number): number => maxWarmIsolat
 
 /** Configuration a worker receives as its single command-line argument (JSON). */
 export interface WorkerConfig {
+  /** warm entries (isolates, compiled Python sources) kept at most, over all tenants */
   maxWarmIsolates: number
+  /** their memory at most, over all tenants (0 or absent: no bound but the count) */
+  maxWarmBytes?: number
+  /** the memory one tenant's warm entries may hold at most (0 or absent: no bound of its own) */
+  maxWarmBytesPerAccount?: number
   /** Python interpreters kept warm, one per scope (LRU). */
   maxPythonInterpreters: number
   /** Directories of wheels pinned Python dependencies are installed from, the first holding one wins. */

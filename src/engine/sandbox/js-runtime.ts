@@ -3,8 +3,7 @@ import { isSvcError, SvcError } from '../../core/errors.js'
 import { toWireError, type ContextMode, type ExecuteJob, type WireOutcome } from './ipc.js'
 import { createInstance, JsInstance, runCall } from './js-call.js'
 import { compileJavaScript, toJavaScript, type CompiledSource } from './js-compile.js'
-import type { LruCache } from '../lru.js'
-import type { LanguageRuntime, RunHooks, WarmEntry } from './runtime.js'
+import type { LanguageRuntime, RunHooks, WarmEntry, WarmStore } from './runtime.js'
 
 /**
  * One key's isolate (a key is one function version of one tenant), with the source compiled for
@@ -90,7 +89,7 @@ export class JsRuntime implements LanguageRuntime {
   private preparedWanted: { entry: WarmIsolate; maxLogBytes: number } | undefined
 
   constructor(
-    private readonly warm: LruCache<WarmEntry>,
+    private readonly warm: WarmStore,
     private readonly onCatastrophicError: (message: string) => void,
   ) {}
 

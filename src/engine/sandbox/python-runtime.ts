@@ -1,9 +1,8 @@
 import { isSvcError, SvcError } from '../../core/errors.js'
 import { toWireError, type ExecuteJob, type WireOutcome } from './ipc.js'
-import type { LruCache } from '../lru.js'
 import { PythonInterpreter, type Envelope, type InterpreterRun, type PyHandle } from './python-interpreter.js'
 import { lockDigest, readWheels } from './python-wheelhouse.js'
-import type { LanguageRuntime, RunHooks, WarmEntry } from './runtime.js'
+import type { LanguageRuntime, RunHooks, WarmEntry, WarmStore } from './runtime.js'
 import type { LogLine } from './types.js'
 
 /** Dependency sets a worker keeps installed (LRU by lockfile digest). */
@@ -78,7 +77,7 @@ export class PythonRuntime implements LanguageRuntime {
   private readonly scopes = new Map<string, ScopeInterpreter>()
 
   constructor(
-    private readonly warm: LruCache<WarmEntry>,
+    private readonly warm: WarmStore,
     private readonly init: PythonRuntimeInit,
   ) {}
 

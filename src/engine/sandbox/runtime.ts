@@ -9,6 +9,17 @@ export interface WarmEntry {
   dispose(): void
 }
 
+/** The worker's warm state, as a runtime uses it: take an entry for a call, put it back after. */
+export interface WarmStore {
+  /** the entry of a key, without taking it */
+  peek(key: string): WarmEntry | undefined
+  /** removes and returns the entry (the caller owns it until it puts it back) */
+  take(key: string): WarmEntry | undefined
+  /** keeps the entry as the most recently used of its account, weighed by its `memoryBytes()` */
+  put(key: string, entry: WarmEntry): void
+  keys(): string[]
+}
+
 export interface RunHooks {
   /** Called once preparation is over and the time-limited part of the call begins. */
   onStarted(): void

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { SvcError, validationFailed } from '../../core/errors.js'
 import { LruCache } from '../lru.js'
+import { FAIR_SCHEDULER_DEFAULTS, FairScheduler, type Dispatch } from '../scheduling/fair-scheduler.js'
 import type { ExecuteJob } from './ipc.js'
 import { failedOutcome, outcomeFromWire } from './outcome.js'
 import { prepareRequest } from './prepare-request.js'
@@ -8,6 +9,7 @@ import type { Sandbox, SandboxInit, SandboxOutcome, SandboxRequest, SandboxStats
 import { describeExit, WorkerProcess, type RunResult, type WorkerExit } from './worker-process.js'
 
 const DEFAULT_KILL_GRACE_MS = 100
+const MIB = 1024 * 1024
 const DEFAULT_PYTHON_KILL_GRACE_MS = 1_000
 const DEFAULT_PYTHON_INTERPRETERS_PER_WORKER = 4
 const DEFAULT_MAX_SOURCE_CHARS = 32 * 1024 * 1024
@@ -25,6 +27,9 @@ interface QueuedCall {
   reject(err: unknown): void
 }
 
+/** A call handed to a worker, as the scheduler knows it. */
+type RunningCall = Dispatch<QueuedCall>
+
 /** Creates the supervised worker pool; call `start()` before `execute()`. */
 export function createSandbox(init: SandboxInit): Sandbox {
   return new SandboxPool(init)
@@ -37,7 +42,8 @@ class SandboxPool implements Sandbox {
   private starting: Promise<void> | undefined
   private stopping: Promise<void> | undefined
   private readonly workers = new Set<WorkerProcess>()
-  private readonly queue: QueuedCall[] = []
+  /** calls waiting for a worker, per tenant, and which goes next (src/engine/scheduling) */
+  private readonly scheduler: FairScheduler<QueuedCall>
   private readonly respawnTimers = new Set<NodeJS.Timeout>()
   private restarts = 0
   private executions = 0
@@ -62,6 +68,14 @@ class SandboxPool implements Sandbox {
     }
     const sourceChars = init.maxSourceCharsPerWorker
     if (sourceChars !== undefined && (!Number.isInteger(sourceChars) || sourceChars < 0)) throw validationFailed('sandbox maxSourceCharsPerWorker must be an integer ≥ 0')
+    this.scheduler = new FairScheduler<QueuedCall>({
+      slots: init.workers,
+      queueLimit: init.queueLimit,
+      queueLimitPerAccount: init.queueLimitPerTenant ?? FAIR_SCHEDULER_DEFAULTS.queueLimitPerAccount,
+      maxLongRunningPerAccount: init.maxLongRunningPerTenant ?? FAIR_SCHEDULER_DEFAULTS.maxLongRunningPerAccount,
+      longCallMs: init.longCallMs ?? FAIR_SCHEDULER_DEFAULTS.longCallMs,
+      ...(init.tenantWeights !== undefined ? { weights: init.tenantWeights } : {}),
+    })
     this.pythonInterpreters = init.pythonInterpretersPerWorker ?? DEFAULT_PYTHON_INTERPRETERS_PER_WORKER
     if (!Number.isInteger(this.pythonInterpreters) || this.pythonInterpreters < 1) throw validationFailed('sandbox pythonInterpretersPerWorker must be an integer ≥ 1')
     for (const field of ['pythonWheelhouse', 'pythonWheelCache'] as const) {
@@ -99,11 +113,12 @@ class SandboxPool implements Sandbox {
     if (this.state !== 'running') throw unavailable(`the sandbox is ${this.state === 'new' ? 'not started' : this.state}`)
     const prepared = prepareRequest(req, this.init.maxLogBytes, (r) => this.sourceDigest(r))
     if (!prepared.ok) return failedOutcome('error', prepared.error, 0)
-    if (!this.hasIdleWorker() && this.queue.length >= this.init.queueLimit) {
-      throw unavailable('the sandbox queue is full', 1)
-    }
+    const { job } = prepared
     return new Promise<SandboxOutcome>((resolve, reject) => {
-      this.queue.push({ job: prepared.job, retries: 0, resolve, reject })
+      // throws 1005 when the call's tenant is over its share of the queue; may refuse a waiting
+      // call of the tenant holding the most of it to make room
+      const { pushedOut } = this.scheduler.enqueue(job.account, job.key, { job, retries: 0, resolve, reject })
+      pushedOut?.item.reject(pushedOut.error)
       this.spawnOnDemand()
       this.pump()
     })
@@ -130,7 +145,9 @@ class SandboxPool implements Sandbox {
       workers: this.init.workers,
       readyWorkers: perWorker.length,
       busyWorkers: perWorker.filter((w) => w.busy).length,
-      queued: this.queue.length,
+      queued: this.scheduler.size,
+      tenants: this.scheduler.stats().map((t) => ({ tenant: t.account, queued: t.queued, running: t.running, servedMs: t.servedMs, refused: t.refused })),
+      maxLongRunningPerTenant: this.scheduler.longRunningCap,
       warmIsolates: perWorker.reduce((n, w) => n + w.warmIsolates, 0),
       restarts: this.restarts,
       executions: this.executions,
@@ -164,7 +181,7 @@ class SandboxPool implements Sandbox {
     this.state = 'stopping'
     for (const timer of this.respawnTimers) clearTimeout(timer)
     this.respawnTimers.clear()
-    for (const call of this.queue.splice(0)) call.reject(unavailable('the sandbox stopped'))
+    for (const call of this.scheduler.drain()) call.reject(unavailable('the sandbox stopped'))
     await Promise.all([...this.workers].map((w) => w.shutdown(SHUTDOWN_GRACE_MS)))
     this.workers.clear()
     this.state = 'stopped'
@@ -175,6 +192,8 @@ class SandboxPool implements Sandbox {
     const worker = new WorkerProcess({
       config: {
         maxWarmIsolates: this.init.maxWarmIsolatesPerWorker,
+        maxWarmBytes: Math.round((this.init.maxWarmMbPerWorker ?? 0) * MIB),
+        maxWarmBytesPerAccount: Math.round((this.init.maxWarmMbPerTenant ?? 0) * MIB),
         maxPythonInterpreters: this.pythonInterpreters,
         pythonWheelDirs: [this.init.pythonWheelhouse, this.init.pythonWheelCache].filter((d): d is string => d !== undefined),
         maxSourceChars: this.init.maxSourceCharsPerWorker ?? DEFAULT_MAX_SOURCE_CHARS,
@@ -199,7 +218,7 @@ class SandboxPool implements Sandbox {
       this.startFailures++
       delay = Math.min(RESPAWN_BACKOFF_MAX_MS, 100 * 2 ** (this.startFailures - 1))
       if (this.startFailures >= START_FAILURES_BEFORE_REFUSING && !this.hasLiveWorker()) {
-        for (const call of this.queue.splice(0)) call.reject(unavailable('sandbox workers are failing to start', 5))
+        for (const call of this.scheduler.drain()) call.reject(unavailable('sandbox workers are failing to start', 5))
       }
     }
     this.restarts++
@@ -227,50 +246,54 @@ class SandboxPool implements Sandbox {
     )
   }
 
-  private hasIdleWorker(): boolean {
-    for (const w of this.workers) if (w.idle) return true
-    return false
-  }
-
   private hasLiveWorker(): boolean {
     for (const w of this.workers) if (w.alive) return true
     return false
   }
 
   /**
-   * Hands queued calls (FIFO) to idle workers, preferring one that holds the call's key warm; a
-   * Python call otherwise prefers a worker that holds its tenant's interpreter, then one with room
-   * for another interpreter (loading one costs about a second; evicting one costs its tenant that).
+   * Hands waiting calls to idle workers in the order the fair scheduler gives (tenant by tenant,
+   * by worker time served; a tenant's long calls capped so a worker stays free for the others),
+   * each to the idle worker that holds its key warm if any; a Python call otherwise prefers a worker
+   * that holds its tenant's interpreter, then one with room for another interpreter (loading one
+   * costs about a second; evicting one costs its tenant that).
    */
   private pump(): void {
     if (this.state !== 'running') return
-    while (this.queue.length > 0) {
+    while (this.scheduler.size > 0) {
       const idle = [...this.workers].filter((w) => w.idle)
       if (idle.length === 0) return
-      const call = this.queue.shift() as QueuedCall
-      const python = call.job.family === 'python'
+      const running = this.scheduler.next()
+      if (running === undefined) return
+      const { job } = running.item
+      const python = job.family === 'python'
       const fewest = (ws: WorkerProcess[], size: (w: WorkerProcess) => number): WorkerProcess =>
         ws.reduce((best, w) => (size(w) < size(best) ? w : best))
       const worker =
-        idle.find((w) => w.warmKeys.has(call.job.key)) ??
-        (python ? idle.find((w) => w.warmScopes.has(call.job.scope)) ?? fewest(idle, (w) => w.warmScopes.size) : undefined) ??
+        idle.find((w) => w.warmKeys.has(job.key)) ??
+        (python ? idle.find((w) => w.warmScopes.has(job.scope)) ?? fewest(idle, (w) => w.warmScopes.size) : undefined) ??
         fewest(idle, (w) => w.warmKeys.size)
-      void this.dispatch(worker, call)
+      void this.dispatch(worker, running)
     }
   }
 
-  private async dispatch(worker: WorkerProcess, call: QueuedCall): Promise<void> {
+  private async dispatch(worker: WorkerProcess, running: RunningCall): Promise<void> {
+    const call = running.item
     const result = await worker.run(this.nextCallId++, call.job)
     if (result.kind === 'done') {
       this.executions++
+      // charged the worker time the call held; its function's estimate learns how long it ran
+      this.scheduler.finish(running, result.outcome.workerMs ?? result.outcome.wallTimeMs, result.outcome.wallTimeMs)
       call.resolve(outcomeFromWire(result.outcome, worker.pid))
     } else if (this.state !== 'running') {
+      this.scheduler.finish(running, result.elapsedMs)
       call.reject(unavailable('the sandbox stopped'))
     } else if (result.kind === 'lost' && !result.started && call.retries === 0) {
       call.retries++
-      this.queue.unshift(call)
+      this.scheduler.requeue(running)
     } else {
       this.executions++
+      this.scheduler.finish(running, result.elapsedMs)
       call.resolve(lostOutcome(result, call.job, worker.pid))
     }
     this.pump()

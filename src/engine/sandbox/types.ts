@@ -119,6 +119,17 @@ export interface SandboxWorkerStats {
   executions: number
 }
 
+/** What the sandbox's scheduler knows of one tenant. */
+export interface SandboxTenantStats {
+  tenant: string
+  queued: number
+  running: number
+  /** worker time its finished calls held since start, in ms */
+  servedMs: number
+  /** calls refused, by reason (see `RefusalReason` in src/engine/scheduling/fair-scheduler.ts) */
+  refused: Partial<Record<'tenant_queue_full' | 'queue_share' | 'pushed_out', number>>
+}
+
 export interface SandboxStats {
   running: boolean
   /** Configured pool size. */
@@ -126,7 +137,12 @@ export interface SandboxStats {
   /** Workers that are up and accepting work. */
   readyWorkers: number
   busyWorkers: number
+  /** calls waiting for a worker, over all tenants */
   queued: number
+  /** per tenant (root tenant: child namespaces count against it) that has or had calls */
+  tenants: SandboxTenantStats[]
+  /** the most workers one tenant may hold with long calls */
+  maxLongRunningPerTenant: number
   /** Warm isolates over all workers. */
   warmIsolates: number
   /** Workers replaced after dying (crash, OOM, watchdog kill). */
@@ -146,8 +162,9 @@ export interface Sandbox {
   stop(): Promise<void>
   /**
    * Runs one function call. Resolves with an outcome for anything the function or its inputs
-   * cause; throws SERVICE_UNAVAILABLE when the pool is not running or the queue is full and
-   * VALIDATION_FAILED for a request that cannot be attempted (malformed, unsupported language).
+   * cause; throws SERVICE_UNAVAILABLE when the pool is not running, RATE_LIMITED when the call's
+   * tenant is over its share of the queue, and VALIDATION_FAILED for a request that cannot be
+   * attempted (malformed, unsupported language).
    */
   execute(req: SandboxRequest): Promise<SandboxOutcome>
   stats(): SandboxStats
@@ -168,12 +185,36 @@ export interface SandboxInit {
    * for the workers to start (a few hundred ms). For many nodes on one machine (cluster.sh).
    */
   startOnDemand?: boolean
-  /** Warm isolates each worker keeps (LRU); evicted isolates are disposed. */
+  /**
+   * Warm isolates (and compiled Python sources) each worker keeps; evicted ones are disposed. The
+   * room is shared fairly between tenants: past a bound, the least recently used entry of the
+   * tenant holding the most goes (src/engine/sandbox/warm-pool.ts).
+   */
   maxWarmIsolatesPerWorker: number
+  /** The memory of a worker's warm isolates at most, over all tenants (MB; 0 or absent: the count only). */
+  maxWarmMbPerWorker?: number
+  /** The memory one tenant's warm isolates may hold in one worker (MB; 0 or absent: only the shared bounds). */
+  maxWarmMbPerTenant?: number
   /** Cap on captured console output per execution, in UTF-8 bytes. */
   maxLogBytes: number
-  /** Requests that may wait for a worker; beyond it `execute` throws SERVICE_UNAVAILABLE. */
+  /**
+   * Calls that may wait for a worker, over all tenants. When it is reached, the tenant holding the
+   * most waiting calls gives way (its newest waiting call, or the new call when it is its own, is
+   * refused with 1005): no tenant is refused because another filled the queue.
+   */
   queueLimit: number
+  /** Calls one tenant may have waiting (default 64); beyond it its calls are refused with 1005. */
+  queueLimitPerTenant?: number
+  /**
+   * Workers one tenant may hold at once with long calls (default 0: all but one, at least one), so
+   * that a worker stays free for the other tenants. A call is long when its function's recent calls
+   * held a worker `longCallMs` or more, or nothing is known of it yet.
+   */
+  maxLongRunningPerTenant?: number
+  /** What makes a call long (default 50 ms), see `maxLongRunningPerTenant`. */
+  longCallMs?: number
+  /** Relative shares of worker time by tenant (default 1 each). */
+  tenantWeights?: Readonly<Record<string, number>>
   /**
    * Source text (UTF-16 code units) each worker keeps by digest, so that calls need not carry it
    * (default 32 Mi). A worker without a call's source asks the supervisor for it.

@@ -16,9 +16,9 @@ import {
   type WorkerMessage,
 } from './ipc.js'
 import { JsRuntime } from './js-runtime.js'
-import { LruCache } from '../lru.js'
 import { PythonRuntime } from './python-runtime.js'
-import type { LanguageRuntime, WarmEntry } from './runtime.js'
+import type { LanguageRuntime } from './runtime.js'
+import { WarmPool } from './warm-pool.js'
 
 /** Exit code when V8 reports an isolate it can no longer control. */
 const EXIT_CATASTROPHIC = 70
@@ -27,11 +27,13 @@ const EXIT_BAD_CONFIG = 78
 function readConfig(): WorkerConfig {
   try {
     const config = JSON.parse(process.argv[2] ?? '') as Partial<WorkerConfig>
-    const { maxWarmIsolates, maxPythonInterpreters, pythonWheelDirs, maxSourceChars } = config
+    const { maxWarmIsolates, maxWarmBytes, maxWarmBytesPerAccount, maxPythonInterpreters, pythonWheelDirs, maxSourceChars } = config
     const count = (n: unknown, min: number): n is number => typeof n === 'number' && Number.isInteger(n) && n >= min
-    if (count(maxWarmIsolates, 0) && count(maxPythonInterpreters, 1) && count(maxSourceChars, 0) &&
+    // JSON has no Infinity: a bound of 0 means none
+    const bytes = (n: unknown): n is number => n === undefined || count(n, 0)
+    if (count(maxWarmIsolates, 0) && bytes(maxWarmBytes) && bytes(maxWarmBytesPerAccount) && count(maxPythonInterpreters, 1) && count(maxSourceChars, 0) &&
       Array.isArray(pythonWheelDirs) && pythonWheelDirs.every((d) => typeof d === 'string')) {
-      return { maxWarmIsolates, maxPythonInterpreters, pythonWheelDirs, maxSourceChars }
+      return { maxWarmIsolates, maxWarmBytes, maxWarmBytesPerAccount, maxPythonInterpreters, pythonWheelDirs, maxSourceChars }
     }
   } catch {
     // reported below
@@ -156,7 +158,11 @@ if (typeof process.send !== 'function') {
 }
 
 const config = readConfig()
-const warm = new LruCache<WarmEntry>(config.maxWarmIsolates, (_key, entry) => entry.dispose())
+const warm = new WarmPool({
+  maxEntries: config.maxWarmIsolates,
+  maxBytes: config.maxWarmBytes || Infinity,
+  maxBytesPerAccount: config.maxWarmBytesPerAccount || Infinity,
+})
 const sources = new SourceCache(sourceCapacity(config.maxWarmIsolates), config.maxSourceChars)
 const runtimes = new Map<LanguageFamily, LanguageRuntime>([
   ['js', new JsRuntime(warm, onCatastrophicError)],

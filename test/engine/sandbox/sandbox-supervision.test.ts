@@ -103,7 +103,7 @@ describe('warm isolates', () => {
 })
 
 describe('queue', () => {
-  it('runs queued calls in FIFO order and refuses calls beyond queueLimit with 1010', async () => {
+  it("runs a tenant's queued calls in FIFO order; past queueLimit that tenant, holding the whole queue, is refused with 1005", async () => {
     const sandbox = await open({ workers: 1, queueLimit: 3 })
     const finished: string[] = []
     const call = (name: string, ms: number): Promise<SandboxOutcome> =>
@@ -114,10 +114,24 @@ describe('queue', () => {
     const running = call('first', 300)
     const queued = [call('second', 10), call('third', 10), call('fourth', 10)]
     expect(sandbox.stats().queued).toBe(3)
-    const refused = await sandbox.execute(request()).catch((e: unknown) => e)
-    expect(errorCode(refused)).toBe(1010)
+    const refused = await call('fifth', 10).catch((e: unknown) => e)
+    expect(errorCode(refused)).toBe(1005)
+    expect((refused as { details: Record<string, unknown> }).details).toMatchObject({ reason: 'queue_share', tenant: 'queue' })
     await Promise.all([running, ...queued])
     expect(finished).toEqual(['first', 'second', 'third', 'fourth'])
+  })
+
+  it("a full queue makes room for another tenant's call: the newest waiting call of the tenant holding the most is refused with 1005", async () => {
+    const sandbox = await open({ workers: 1, queueLimit: 3 })
+    const running = sandbox.execute(fn('queue/first', spin(300, 'first')))
+    const queued = ['second', 'third', 'fourth'].map((name) => sandbox.execute(fn(`queue/${name}`, spin(10, name))).then((o) => o.result, (e: unknown) => e))
+    const other = await sandbox.execute(request({ key: 'globex/add/v1' }))
+    expect(other.result).toBe(5)
+    const [second, third, fourth] = await Promise.all(queued)
+    expect([second, third]).toEqual(['second', 'third'])
+    expect(errorCode(fourth)).toBe(1005)
+    expect((fourth as { details: Record<string, unknown> }).details).toMatchObject({ reason: 'pushed_out', tenant: 'queue' })
+    await running
   })
 })
 
