@@ -10,6 +10,10 @@
 //     for each definition: publish it, then time its first execution (first-after-publish).
 //   { kind: 'http-sequence', requests: [{ url, method?, headers?, body? }] }
 //     each request once, in order, on one keep-alive connection: { count, latencies: [ms], answers: [{ status, body }] }.
+//   { kind: 'http-open', url, method?, headers?, body, rate, durationMs, maxInFlight?, drainMs? }
+//     an open loop: `rate` requests a second whatever the answers (at most maxInFlight outstanding,
+//     default 1000), then drainMs (1000) for the answers still due: { sent, skipped, unanswered,
+//     answered: { '<status>': n }, latency } (a flood, not a client).
 import http from 'node:http'
 import { summarize } from './lib.js'
 
@@ -155,8 +159,48 @@ async function httpSequenceJob(job) {
   return { count: latencies.length, latencies, answers }
 }
 
+/** An open loop at a fixed rate, whatever the answers (see the header). */
+async function httpOpenJob(job) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: job.maxInFlight ?? 1000 })
+  const method = job.method ?? 'POST'
+  const maxInFlight = job.maxInFlight ?? 1000
+  const answered = {}
+  const lat = []
+  let sent = 0
+  let skipped = 0
+  let inFlight = 0
+  const pending = new Set()
+  const start = performance.now()
+  const until = start + job.durationMs
+  for (let i = 0; ; i++) {
+    const due = start + (i * 1000) / job.rate
+    if (due >= until) break
+    const wait = due - performance.now()
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+    if (inFlight >= maxInFlight) {
+      skipped++
+      continue
+    }
+    sent++
+    inFlight++
+    const t = performance.now()
+    const p = httpRequest(agent, job.url, method, job.headers ?? {}, job.body).then((r) => {
+      inFlight--
+      answered[r.status] = (answered[r.status] ?? 0) + 1
+      lat.push(performance.now() - t)
+    })
+    pending.add(p)
+    void p.finally(() => pending.delete(p))
+  }
+  // what is still waiting (a flood's queued calls) gets drainMs more, then its sockets are closed
+  await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, job.drainMs ?? 1_000))])
+  const unanswered = pending.size
+  agent.destroy()
+  return { sent, skipped, unanswered, answered, rate: job.rate, latency: summarize(lat) }
+}
+
 const job = await readStdin()
-const kinds = { http: httpJob, grpc: grpcJob, 'publish-execute': publishExecuteJob, 'http-sequence': httpSequenceJob }
+const kinds = { http: httpJob, grpc: grpcJob, 'publish-execute': publishExecuteJob, 'http-sequence': httpSequenceJob, 'http-open': httpOpenJob }
 const report = await kinds[job.kind](job)
 // exit once the report is out: a pipe takes 64 KB at a time, and exit() would cut a longer one
 process.stdout.write(JSON.stringify(report), () => process.exit(0))

@@ -1009,3 +1009,54 @@ async function remoteHit({ smoke, log }) {
     await cluster.stop()
   }
 }
+
+// ---- fairness between tenants (issue 27) ----------------------------------------------------
+
+/**
+ * Tenant B's warm execute of `add`, alone and while tenant A offers ten times what the node's
+ * sandbox can run in slow calls (an open loop of 0.5 s busy loops, refused with 1005 past A's share):
+ * the same daemon (default configuration, 2 sandbox workers, on the server core with its workers),
+ * the same load generator (client core), one run. A and B are namespaces of a node without
+ * credentials (auth none: the namespace is the tenant).
+ */
+export async function fairness({ smoke, log }) {
+  const durationMs = smoke ? 500 : 10_000
+  const warmupMs = smoke ? 100 : 500
+  const slowMs = 500
+  const workers = 2
+  const daemon = await startDaemon({ env: { SVC_SANDBOX_WORKERS: String(workers) } })
+  try {
+    const base = daemon.url.replace(/\/+$/, '')
+    const asA = { 'x-svc-namespace': 'hostile' }
+    const asB = { 'x-svc-namespace': 'neighbour' }
+    const slow = await postJson(`${base}/api/v1/functions/create`, {
+      function_name: 'burn', signature: '()', language: 'javascript', limits: { timeout_ms: 10_000, cpu_ms: 10_000 },
+      source_code: `function burn() { const end = Date.now() + ${slowMs}; let x = 0; while (Date.now() < end) x++; return x > 0 }`,
+    }, asA)
+    const add = await postJson(`${base}/api/v1/functions/create`, ADD_JS, asB)
+    if (slow.status >= 300 || add.status >= 300) throw new Error(`publish failed: ${slow.status} ${add.status}`)
+    const bUrl = `${base}/api/v1/functions/${add.body.rufid_short}/execute`
+    const aUrl = `${base}/api/v1/functions/${slow.body.rufid_short}/execute`
+    const body = JSON.stringify({ arguments: { a: 2, b: 3 } })
+    log('fairness: B alone')
+    const idle = await runLoad({ kind: 'http', url: bUrl, headers: asB, body, connections: 1, durationMs, warmupMs })
+    // A's first call tells the node its function is slow; then the flood
+    await postJson(aUrl, { arguments: {} }, asA)
+    const rate = (10 * workers * 1000) / slowMs
+    const fillMs = smoke ? 500 : 2_000
+    log(`fairness: B under A's flood (${rate} calls/s of ${slowMs} ms)`)
+    const flood = runLoad({ kind: 'http-open', url: aUrl, headers: asA, body: JSON.stringify({ arguments: {} }), rate, durationMs: fillMs + warmupMs + durationMs + 500, maxInFlight: 2_000 }, 300_000)
+    await new Promise((r) => setTimeout(r, fillMs))
+    const flooded = await runLoad({ kind: 'http', url: bUrl, headers: asB, body, connections: 1, durationMs, warmupMs })
+    const a = await flood
+    return {
+      setup: `2 sandbox workers; tenant A: open loop of ${rate} calls/s of a ${slowMs} ms busy loop (10x what the workers run); tenant B: warm add, 1 connection, closed loop`,
+      b_idle: idle,
+      b_under_flood: flooded,
+      a_flood: a,
+      ratio_p50: ratio(flooded.latency, idle.latency).p50,
+    }
+  } finally {
+    await daemon.stop()
+  }
+}

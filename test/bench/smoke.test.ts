@@ -125,6 +125,15 @@ describe('npm run bench --smoke', () => {
     expect(d.daemon.rss_bytes_end).toBeGreaterThan(0)
   })
 
+  it("fairness: tenant B's warm call alone and under tenant A's open-loop flood, with the flood's answers", () => {
+    const f = results.sections.fairness
+    isLoad(f.b_idle)
+    isLoad(f.b_under_flood)
+    expect(f.a_flood.sent).toBeGreaterThan(0)
+    expect(typeof f.ratio_p50).toBe('number')
+    expect((results.goals as Json[]).filter((g) => String(g.goal).startsWith('issue 27')).length).toBe(3)
+  })
+
   it('scale: resolve latency and daemon RSS per catalog size', () => {
     const sizes = Object.values(results.sections.scale.sizes) as Json[]
     expect(sizes.length).toBeGreaterThan(0)
