@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream'
 import type { GraphQLError } from 'graphql/index.js'
 import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
-import type { CredentialInput, Principal } from '../../engine/index.js'
+import type { CredentialInput, Principal, StreamHold } from '../../engine/index.js'
 import { httpCredentialsOf } from '../credentials.js'
 import { createGraphqlDoor, type GraphqlDoorComponents } from './door.js'
 import { formatError, formatResult, graphqlErrorOf, internalFaultsOf, svcErrorOf, wsCloseCodeOf, wsCloseReasonOf } from './errors.js'
@@ -17,12 +17,22 @@ export type GraphqlWsComponents = GraphqlDoorComponents
 type ConnectionState = {
   credentials?: CredentialInput
   principal?: Principal
+  /** held while the connection's credential is valid: its revocation or expiry closes the socket */
+  hold?: StreamHold
 }
 
 const GRAPHQL_WS_PATH = '/graphql'
 /** Admitting a connection is an operation of its own (audited); admitting each operation is not. */
 const CONNECT = 'graphql.connect'
 const ADMISSION = { name: 'graphql.admission', audited: false } as const
+/** A connection its credential's revocation or expiry closed (audited: result `revoked` or `expired`). */
+const END = { name: 'graphql.end' } as const
+/**
+ * The close code of a connection whose credential was revoked or expired: graphql-ws's Forbidden,
+ * which its clients retry (with `connectionParams` asked again, so a client that fetches a fresh
+ * token reconnects; the same revoked key is then refused at `connection_init` with 4401).
+ */
+export const GRAPHQL_WS_CREDENTIAL_ENDED = 4403
 
 /**
  * GraphQL over WebSocket (the graphql-transport-ws protocol of graphql-ws) at `/graphql`, on the
@@ -36,6 +46,11 @@ const ADMISSION = { name: 'graphql.admission', audited: false } as const
  * rate limits are charged per operation) and the same depth/cost/size/introspection limits as
  * HTTP; each root field is one operation of the envelope. Subscriptions see only the caller's
  * tenant; their listeners are removed on `complete` or when the socket closes.
+ *
+ * A connection lives as long as the credential it was admitted with: when that key is revoked or
+ * the credential expires, the socket is closed at once with 4403 and the reason
+ * `1003 PERMISSION_DENIED: API key revoked` (or `… expired`), no result is sent after, and
+ * `graphql.end` is audited with the result `revoked` or `expired`.
  */
 export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlInit, components: GraphqlWsComponents): { close(): Promise<void> } {
   const logger = components.logger.child({ component: 'graphql-ws' })
@@ -58,9 +73,16 @@ export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlI
         const credentials = credentialsOf(ctx.extra.request, ctx.connectionParams)
         const call = envelope.open({ name: CONNECT }, credentials.ip)
         try {
-          ctx.extra.principal = await envelope.admit(call, credentials)
+          const principal = await envelope.admit(call, credentials)
+          ctx.extra.principal = principal
           ctx.extra.credentials = credentials
           await envelope.complete(call)
+          const socket = ctx.extra.socket
+          if (socket.readyState !== socket.OPEN) return false
+          // the connection lasts as long as its credential: revoked or expired, it closes (4403)
+          const lifetime = envelope.open(END, credentials.ip)
+          lifetime.principal = principal
+          ctx.extra.hold = envelope.hold(lifetime, (reason) => socket.close(GRAPHQL_WS_CREDENTIAL_ENDED, wsCloseReasonOf(reason)))
           return true
         } catch (err) {
           const e = (await envelope.complete(call, err))!
@@ -99,8 +121,14 @@ export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlI
         const faults = internalFaultsOf(errors)
         if (faults.length > 0) logger.error({ err: faults[0] }, 'GraphQL resolver failed')
       },
-      onNext(_ctx, _id, _payload, _args, result) {
+      onNext(ctx, _id, _payload, _args, result) {
+        // the credential ended (revoked, expired): the socket closes here, and graphql-ws sends
+        // nothing on a socket that is not open
+        ctx.extra.hold?.check()
         return formatResult(result)
+      },
+      onClose(ctx) {
+        ctx.extra.hold?.release()
       },
       onError(_ctx, _id, _payload, errors) {
         return errors.map(formatError)

@@ -51,9 +51,16 @@ export interface TestNode {
 }
 
 export async function startNode(
-  options: { graphql?: Partial<GraphqlInit>; ws?: Partial<EventSocketInit>; rateLimits?: Partial<EngineInit['rateLimits']> } = {},
+  options: {
+    graphql?: Partial<GraphqlInit>
+    ws?: Partial<EventSocketInit>
+    rateLimits?: Partial<EngineInit['rateLimits']>
+    auth?: Partial<EngineInit['auth']>
+  } = {},
 ): Promise<TestNode> {
-  const { engine, db } = await createTestEngine({ sandbox: await realSandbox(1), auth: { mode: 'standard' }, ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}) })
+  const { engine, db } = await createTestEngine({
+    sandbox: await realSandbox(1), auth: { mode: 'standard', ...options.auth }, ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
+  })
   const logger = pino({ level: 'silent' })
   const app = createRestApi({ bodyLimitBytes: 1 << 20, metricsAccess: 'public' }, { engine, logger })
   const graphqlInit = { ...DEFAULT_GRAPHQL, ...options.graphql }
