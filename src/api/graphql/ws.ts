@@ -5,13 +5,17 @@ import type { GraphQLError } from 'graphql/index.js'
 import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
 import type { CredentialInput, Principal, StreamHold } from '../../engine/index.js'
+import { CONNECTION_ADDRESSES, type ClientAddresses } from '../client-address.js'
 import { httpCredentialsOf } from '../credentials.js'
 import { createGraphqlDoor, type GraphqlDoorComponents } from './door.js'
 import { formatError, formatResult, graphqlErrorOf, internalFaultsOf, svcErrorOf, wsCloseCodeOf, wsCloseReasonOf } from './errors.js'
 import { checkOperation, DocumentCache, parseOperation, type GraphqlInit, type ParsedOperation } from './limits.js'
 import type { GraphqlContext } from './schema.js'
 
-export type GraphqlWsComponents = GraphqlDoorComponents
+export type GraphqlWsComponents = GraphqlDoorComponents & {
+  /** the caller's address of an upgrade (trusted proxies); default: the connection's */
+  addresses?: ClientAddresses
+}
 
 /** What this door keeps per graphql-ws connection (beside graphql-ws's own `socket` and `request`). */
 type ConnectionState = {
@@ -54,6 +58,7 @@ export const GRAPHQL_WS_CREDENTIAL_ENDED = 4403
  */
 export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlInit, components: GraphqlWsComponents): { close(): Promise<void> } {
   const logger = components.logger.child({ component: 'graphql-ws' })
+  const addresses = components.addresses ?? CONNECTION_ADDRESSES
   const door = createGraphqlDoor({ engine: components.engine, logger })
   const documents = new DocumentCache()
   const { schema, envelope } = door
@@ -70,7 +75,7 @@ export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlI
     {
       schema,
       async onConnect(ctx) {
-        const credentials = credentialsOf(ctx.extra.request, ctx.connectionParams)
+        const credentials = credentialsOf(ctx.extra.request, ctx.connectionParams, addresses.ofRequest(ctx.extra.request))
         const call = envelope.open({ name: CONNECT }, credentials.ip)
         try {
           const principal = await envelope.admit(call, credentials)
@@ -155,7 +160,7 @@ function pathOf(url: string | undefined): string {
 }
 
 /** `connectionParams.authorization` / `namespace` win over the upgrade request's headers. */
-function credentialsOf(req: IncomingMessage, params: Record<string, unknown> | undefined): CredentialInput {
+function credentialsOf(req: IncomingMessage, params: Record<string, unknown> | undefined, ip: string): CredentialInput {
   const param = (...names: string[]): string | undefined => {
     for (const n of names) {
       const v = params?.[n]
@@ -163,7 +168,7 @@ function credentialsOf(req: IncomingMessage, params: Record<string, unknown> | u
     }
     return undefined
   }
-  return httpCredentialsOf(req, req.socket.remoteAddress ?? '', {
+  return httpCredentialsOf(req, ip, {
     authorization: param('authorization', 'Authorization'),
     namespace: param('namespace', 'x-svc-namespace', 'X-Svc-Namespace'),
   })

@@ -1,7 +1,6 @@
 import { Metadata, status, type handleServerStreamingCall } from '@grpc/grpc-js'
 import { SvcError } from '../../core/errors.js'
 import { enveloped, executionEventMatches, requirePermission, type ExecutionEvent, type StreamHold } from '../../engine/index.js'
-import { credentialsOf } from './credentials.js'
 import { grpcErrorOf, statusName } from './errors.js'
 import type { ExecutionEvent as ExecutionEventMessage } from './generated/svc/v1/ExecutionEvent.js'
 import type { StreamRequest__Output } from './generated/svc/v1/StreamRequest.js'
@@ -49,7 +48,7 @@ export function executionStreams(door: GrpcDoor, init: ExecutionStreamsInit): Ex
   const handler: ExecutionStreams['handler'] = enveloped((call) => {
     // one operation per stream: admitted now, completed (audited, metered) when it ends
     const operation = envelope.open(STREAM, '')
-    const credentials = credentialsOf(call)
+    const credentials = door.credentialsOf(call)
     operation.ip = credentials.ip
     const undecodable = undecodableError(call.request)
     const rufid = undecodable || call.request.rufid === '' ? undefined : call.request.rufid

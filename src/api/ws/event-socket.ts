@@ -9,6 +9,7 @@ import {
   createOperationEnvelope, enveloped, executionEventMatches, publicErrorOf, requirePermission, systemEventVisibleTo,
   type CredentialInput, type Engine, type SubscriptionTarget, type ExecutionEvent, type Principal, type StreamHold, type SystemEvent,
 } from '../../engine/index.js'
+import { CONNECTION_ADDRESSES, type ClientAddresses } from '../client-address.js'
 import { httpCredentialsOf, subprotocolBearerOf } from '../credentials.js'
 import { errorBody, httpStatusOf } from '../http-status.js'
 
@@ -70,6 +71,8 @@ export interface EventSocketInit {
 export interface EventSocketComponents {
   engine: Engine
   logger: Logger
+  /** the caller's address of an upgrade (trusted proxies); default: the connection's */
+  addresses?: ClientAddresses
 }
 
 export const EVENT_SOCKET_PATH = '/ws'
@@ -135,6 +138,7 @@ export function attachEventSocket(
   components: EventSocketComponents,
 ): { close(): Promise<void> } {
   const { engine } = components
+  const addresses = components.addresses ?? CONNECTION_ADDRESSES
   const logger = components.logger.child({ component: 'event-socket' })
   const wss = new WebSocketServer({
     noServer: true, maxPayload: init.maxPayloadBytes, clientTracking: false,
@@ -170,7 +174,7 @@ export function attachEventSocket(
   }
 
   const admitUpgrade = enveloped(async (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> => {
-    const credentials = credentialsOf(req, url)
+    const credentials = credentialsOf(req, url, addresses.ofRequest(req))
     const call = envelope.open(EVENT_SOCKET_OPERATIONS.connect, credentials.ip)
     let principal: Principal
     try {
@@ -467,9 +471,9 @@ function rawText(data: RawData): string {
  * The headers, else the `svc.bearer.` subprotocol, else `?token=` and `?namespace=` (browsers
  * cannot set headers on a WebSocket): read by the doors' one credential reader.
  */
-function credentialsOf(req: IncomingMessage, url: URL): CredentialInput {
+function credentialsOf(req: IncomingMessage, url: URL, ip: string): CredentialInput {
   const token = url.searchParams.get('token')
-  return httpCredentialsOf(req, req.socket.remoteAddress ?? '', {
+  return httpCredentialsOf(req, ip, {
     authorization: subprotocolBearerOf(req) ?? (token ? `Bearer ${token}` : undefined),
     namespace: url.searchParams.get('namespace') || undefined,
     preferGiven: false,
