@@ -109,6 +109,16 @@ describe('revocation and expiry end open streams on every door', () => {
     for (const s of bystanders) s.close()
   }, 60_000)
 
+  it("an admin key that revokes itself ends its own streams too", async () => {
+    const minted = await node.rest('/api/v1/auth/v2/api-keys', 'POST', { name: 'second admin', scopes: ['admin'], expires_days: 1 })
+    const adminKey = minted.body.api_key as string
+    const streams = await open(adminKey)
+    const revoked = await node.rest(`/api/v1/auth/v2/api-keys/${minted.body.key_id as string}`, 'DELETE', undefined, adminKey)
+    expect(revoked.status).toBe(200)
+    expect(await awaitEnded(streams, 5000), 'doors still open after the admin key revoked itself').toEqual([])
+    expectEndedFor(streams, 'revoked', /API key revoked/)
+  }, 60_000)
+
   it('an API key that expires ends its streams when it does, on every door', async () => {
     // a key record whose expiry is seconds away (the API mints whole days): written straight into
     // the node's key store by a second key service, so the node's own has not cached it
