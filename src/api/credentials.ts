@@ -11,6 +11,8 @@ import type { CredentialInput } from '../engine/index.js'
 export interface PeerCertificate {
   subject?: object
   fingerprint256?: string
+  /** notAfter, e.g. `Sep  3 20:33:31 2027 GMT`: streams the certificate opened end then */
+  valid_to?: string
 }
 
 /**
@@ -22,6 +24,7 @@ export function certificateCredentialOf(cert: PeerCertificate | undefined): Cred
   return {
     subject: Object.entries(cert.subject).map(([k, v]) => `${k}=${String(v)}`).join('\n'),
     fingerprint256: cert.fingerprint256,
+    ...(cert.valid_to ? { validTo: cert.valid_to } : {}),
   }
 }
 

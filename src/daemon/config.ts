@@ -3,6 +3,7 @@ import { homedir } from 'node:os'
 import { resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
+import { parseCidr } from '../api/client-address.js'
 import { federationConfigSchema } from '../federation/daemon-wiring.js'
 import { OS_ISOLATION_MODES } from '../engine/sandbox/os-isolation.js'
 
@@ -15,6 +16,14 @@ const limits = z.object({
 const tenant = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1–64 characters of A-Z a-z 0-9 _ . -')
 const role = z.enum(['developer', 'consumer', 'admin'])
 const rule = z.object({ points: z.number().int().min(0), window_s: z.number().int().min(1) }).strict()
+/** A CIDR of IPv4 or IPv6 (a bare address is one host): what parseCidr accepts. */
+const cidr = z.string().superRefine((text, ctx) => {
+  try {
+    parseCidr(text)
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message })
+  }
+})
 
 export const configSchema = z.object({
   server: z.object({
@@ -25,6 +34,7 @@ export const configSchema = z.object({
     shutdown_grace_ms: z.number().int().min(0),
     metrics_access: z.enum(['public', 'admin', 'disabled']),
     console: z.boolean(),
+    trusted_proxies: z.array(cidr),
     tls: z.object({
       enabled: z.boolean(),
       cert_file: z.string(),

@@ -4,6 +4,7 @@ import { createServer as createTlsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { join, resolve } from 'node:path'
 import type { Logger } from 'pino'
+import { createClientAddresses } from '../api/client-address.js'
 import { createGraphqlMiddleware } from '../api/graphql/http.js'
 import { attachGraphqlWs } from '../api/graphql/ws.js'
 import { createGrpcServer } from '../api/grpc/server.js'
@@ -154,6 +155,8 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
   )
   metrics.sandboxTenantsSource.read = () => sandbox.stats().tenants
   let draining = false
+  // the caller's address on every door: the connection's, or what a trusted proxy forwarded
+  const addresses = createClientAddresses({ trustedProxies: config.server.trusted_proxies })
   const app = createRestApi(
     {
       bodyLimitBytes: config.server.body_limit_bytes,
@@ -163,7 +166,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       node: { version: VERSION, sandboxWorkers: x.workers, sandboxIsolation: osIsolation.status, federation: config.federation.enabled },
     },
     {
-      engine, logger: logger.child({ component: 'rest' }), isDraining: () => draining,
+      engine, logger: logger.child({ component: 'rest' }), isDraining: () => draining, addresses,
       // a federated node serves once it caught up with a member (federation.ready_timeout_ms at most)
       ...(config.federation.enabled ? { isJoining: () => !(federation?.federation.ready ?? false) } : {}),
     },
@@ -192,7 +195,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
               ...(tlsFiles.client_ca_file && { clientCa: readFileSync(tlsFiles.client_ca_file) }),
             }
           : undefined,
-      }, { engine, logger })
+      }, { engine, logger, addresses })
     : undefined
   let grpcUrl: string | undefined
   let sockets: Array<{ close(): Promise<void> }> = []
@@ -224,13 +227,13 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         : createServer(app.callback())
       server.keepAliveTimeout = 5_000
       sockets = [
-        attachGraphqlWs(server, graphqlInit, { engine, logger: graphqlLogger }),
+        attachGraphqlWs(server, graphqlInit, { engine, logger: graphqlLogger, addresses }),
         attachEventSocket(server, {
           maxConnectionsPerTenant: config.ws.max_connections_per_tenant,
           maxMessagesPerSecond: config.ws.max_messages_per_second,
           maxBufferedBytes: config.ws.max_buffered_bytes,
           maxPayloadBytes: config.ws.max_payload_bytes,
-        }, { engine, logger: logger.child({ component: 'ws' }) }),
+        }, { engine, logger: logger.child({ component: 'ws' }), addresses }),
       ]
       // registered last: an upgrade to any other path is refused rather than left hanging
       server.on('upgrade', (req, socket) => {

@@ -167,6 +167,8 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
   // audit entries ride in the execution records' batches when both are flushed as often
   const auditLog = new AuditLog({ operatorTenant: init.auth.defaultTenant, ...init.audit }, { db, groupCommit: store.groupCommitFor(db, init.audit.flushMs ?? DEFAULT_AUDIT_FLUSH_MS) })
   const access = new AccessGate({ authenticator, rateLimits: new RateLimits(init.rateLimits), audit: auditLog })
+  // a revoked key's open streams end at once, on every door (the doors hold them in access.streams)
+  keys.onRevoked((keyId) => access.streams.revokeKey(keyId))
   const federation = createFederationLink({ auditLog, events })
   reportReplicatedChanges(replication, { auditLog, events })
   const marketplace = new Marketplace(init.marketplace ?? { maxIndexedFunctions: DEFAULT_MAX_INDEXED_FUNCTIONS }, { store, events })

@@ -12,6 +12,7 @@ export { importStatement, pythonImportStatement } from './registry/import-statem
 export type { Authenticator, CredentialInput } from './auth/authenticator.js'
 export { createLocalAuthenticator } from './auth/local-authenticator.js'
 export { AccessGate, type OperationOutcome } from './auth/access-gate.js'
+export { CredentialStreams, credentialEndedError, type CredentialEnd, type StreamHold } from './auth/credential-streams.js'
 export { ApiKeyService, createMemoryKeyStorage, unauthenticated, type ApiKeyRecord, type MintedKey, type ApiKeyStorage } from './auth/api-keys.js'
 export { createLevelKeyStorage } from './auth/level-key-storage.js'
 export { permissionsOf, ROLES, SCOPES, type Role } from './auth/permissions.js'

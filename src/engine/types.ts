@@ -21,6 +21,12 @@ export interface Principal {
    * the sandbox's fair share and quotas. Absent: `tenant_id` itself.
    */
   root_tenant_id?: string
+  /**
+   * When the credential stops being valid, in ms since the epoch: an API key's `expires_at`, a
+   * JWT's `exp` (plus the clock tolerance the verifier allows), a client certificate's notAfter.
+   * Absent: it does not expire. Streams the credential opened end then (auth/credential-streams.ts).
+   */
+  expires_at?: number
 }
 
 /** The tenant a principal's use of shared resources is charged to (its child namespaces count against it). */

@@ -4,7 +4,7 @@ import { getGraphQLParameters, processRequest, type HelixRequest } from './helix
 import type Koa from 'koa'
 import type { Logger } from 'pino'
 import { SvcError, validationFailed } from '../../core/errors.js'
-import type { Principal } from '../../engine/index.js'
+import type { Principal, StreamHold } from '../../engine/index.js'
 import { httpCredentialsOf } from '../credentials.js'
 import { readJsonBody } from '../json-body.js'
 import { createGraphqlDoor, type GraphqlDoorComponents } from './door.js'
@@ -41,12 +41,19 @@ const DEFAULT_BODY_LIMIT_BYTES = 1 << 20
  * `{errors: [...]}` with an HTTP status (401 without valid credentials, 403, 429 with
  * Retry-After, 400 malformed or over the depth/cost limits, 413 an oversized document); errors of
  * executed fields answer 200 with `errors` beside `data`.
+ *
+ * A subscription stream lives as long as the credential that opened it: when that key is revoked
+ * or the credential expires, the stream gets one last `event: next` whose `data` is
+ * `{errors: [{message: "API key revoked", extensions: {code: 1003, name: "PERMISSION_DENIED",
+ * details: {credential: "revoked", key_id}}}]}` (or `expired`), then `event: complete`, and ends;
+ * no result is written after, and `graphql.end` is audited with the result `revoked` or `expired`.
+ * The caller's address is Koa's `ctx.ip` (the REST app sets it, trusted proxies included).
  */
 export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: number }, components: GraphqlHttpComponents): GraphqlMiddleware {
   const logger = components.logger.child({ component: 'graphql' })
   const door = createGraphqlDoor({ engine: components.engine, logger })
   const { schema } = door
-  const streams = new Set<() => void>()
+  const streams = new Set<(reason?: SvcError) => void>()
   const bodyLimitBytes = init.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES
   const documents = new DocumentCache()
 
@@ -153,7 +160,12 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
       if (result.type === 'PUSH') {
         ctx.status = 200
         ctx.respond = false
-        streamEvents(ctx.res, result, streams, logger)
+        // the stream lasts as long as its credential (a subscription always has a caller: the
+        // resolvers refuse one without)
+        const lifetime = door.envelope.open(STREAM_END, ip)
+        lifetime.principal = principal
+        const hold = principal === undefined ? undefined : (end: (reason: SvcError) => void) => door.envelope.hold(lifetime, end)
+        streamEvents(ctx.res, result, streams, logger, hold)
         return
       }
       // @defer/@stream (multipart) does not exist in graphql 16
@@ -176,18 +188,22 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
 /** Admission of a request is not an operation itself (its fields are): never completed. */
 const ADMISSION = { name: 'graphql.admission', audited: false } as const
 const FAILED = { name: 'graphql.failed', audited: false } as const
+/** An SSE stream its credential's revocation or expiry ended (audited: result `revoked` or `expired`). */
+const STREAM_END = { name: 'graphql.end' } as const
 
 /**
  * Writes a subscription as server-sent events (the "distinct connections" mode of GraphQL over
  * SSE): `event: next` per result, `event: complete` at the end. The stream ends when the client
- * disconnects, when the door closes, or when the client stops reading (more than
- * SSE_MAX_BUFFERED_BYTES pending).
+ * disconnects, when the door closes, when the client stops reading (more than
+ * SSE_MAX_BUFFERED_BYTES pending), or when its credential ends (`hold`: revoked or expired; an
+ * `event: next` carrying the error comes before `event: complete`).
  */
 function streamEvents(
   res: ServerResponse,
   push: { subscribe(onResult: (r: { errors?: readonly GraphQLError[] }) => void): Promise<void>; unsubscribe(): void },
-  streams: Set<() => void>,
+  streams: Set<(reason?: SvcError) => void>,
   logger: Logger,
+  hold?: (end: (reason: SvcError) => void) => StreamHold,
 ): void {
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
@@ -197,21 +213,25 @@ function streamEvents(
   })
   res.write(': subscribed\n\n')
   let ended = false
-  const end = (): void => {
+  const end = (reason?: SvcError): void => {
     if (ended) return
     ended = true
     streams.delete(end)
     clearInterval(keepalive)
+    lifetime?.release()
     push.unsubscribe()
-    if (!res.writableEnded && !res.destroyed) res.end('event: complete\ndata:\n\n')
+    if (res.writableEnded || res.destroyed) return
+    if (reason !== undefined) res.write(`event: next\ndata: ${JSON.stringify({ errors: [formatError(graphqlErrorOf(reason))] })}\n\n`)
+    res.end('event: complete\ndata:\n\n')
   }
   const keepalive = setInterval(() => res.write(': keepalive\n\n'), SSE_KEEPALIVE_MS)
   keepalive.unref()
   streams.add(end)
-  res.once('close', end)
+  res.once('close', () => end())
+  const lifetime = hold?.((reason) => end(reason))
   push
     .subscribe((result) => {
-      if (ended) return
+      if (ended || lifetime?.check() !== undefined) return
       if (res.writableLength > SSE_MAX_BUFFERED_BYTES) {
         logger.warn('SSE subscriber too slow; ending its stream')
         end()
@@ -222,5 +242,5 @@ function streamEvents(
       res.write(`event: next\ndata: ${JSON.stringify(formatResult(result))}\n\n`)
     })
     .catch((err: unknown) => logger.error({ err }, 'GraphQL subscription stream failed'))
-    .finally(end)
+    .finally(() => end())
 }

@@ -4,25 +4,39 @@ import type { Duplex } from 'node:stream'
 import type { GraphQLError } from 'graphql/index.js'
 import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
-import type { CredentialInput, Principal } from '../../engine/index.js'
+import type { CredentialInput, Principal, StreamHold } from '../../engine/index.js'
+import { CONNECTION_ADDRESSES, type ClientAddresses } from '../client-address.js'
 import { httpCredentialsOf } from '../credentials.js'
 import { createGraphqlDoor, type GraphqlDoorComponents } from './door.js'
 import { formatError, formatResult, graphqlErrorOf, internalFaultsOf, svcErrorOf, wsCloseCodeOf, wsCloseReasonOf } from './errors.js'
 import { checkOperation, DocumentCache, parseOperation, type GraphqlInit, type ParsedOperation } from './limits.js'
 import type { GraphqlContext } from './schema.js'
 
-export type GraphqlWsComponents = GraphqlDoorComponents
+export type GraphqlWsComponents = GraphqlDoorComponents & {
+  /** the caller's address of an upgrade (trusted proxies); default: the connection's */
+  addresses?: ClientAddresses
+}
 
 /** What this door keeps per graphql-ws connection (beside graphql-ws's own `socket` and `request`). */
 type ConnectionState = {
   credentials?: CredentialInput
   principal?: Principal
+  /** held while the connection's credential is valid: its revocation or expiry closes the socket */
+  hold?: StreamHold
 }
 
 const GRAPHQL_WS_PATH = '/graphql'
 /** Admitting a connection is an operation of its own (audited); admitting each operation is not. */
 const CONNECT = 'graphql.connect'
 const ADMISSION = { name: 'graphql.admission', audited: false } as const
+/** A connection its credential's revocation or expiry closed (audited: result `revoked` or `expired`). */
+const END = { name: 'graphql.end' } as const
+/**
+ * The close code of a connection whose credential was revoked or expired: graphql-ws's Forbidden,
+ * which its clients retry (with `connectionParams` asked again, so a client that fetches a fresh
+ * token reconnects; the same revoked key is then refused at `connection_init` with 4401).
+ */
+export const GRAPHQL_WS_CREDENTIAL_ENDED = 4403
 
 /**
  * GraphQL over WebSocket (the graphql-transport-ws protocol of graphql-ws) at `/graphql`, on the
@@ -36,9 +50,15 @@ const ADMISSION = { name: 'graphql.admission', audited: false } as const
  * rate limits are charged per operation) and the same depth/cost/size/introspection limits as
  * HTTP; each root field is one operation of the envelope. Subscriptions see only the caller's
  * tenant; their listeners are removed on `complete` or when the socket closes.
+ *
+ * A connection lives as long as the credential it was admitted with: when that key is revoked or
+ * the credential expires, the socket is closed at once with 4403 and the reason
+ * `1003 PERMISSION_DENIED: API key revoked` (or `… expired`), no result is sent after, and
+ * `graphql.end` is audited with the result `revoked` or `expired`.
  */
 export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlInit, components: GraphqlWsComponents): { close(): Promise<void> } {
   const logger = components.logger.child({ component: 'graphql-ws' })
+  const addresses = components.addresses ?? CONNECTION_ADDRESSES
   const door = createGraphqlDoor({ engine: components.engine, logger })
   const documents = new DocumentCache()
   const { schema, envelope } = door
@@ -55,12 +75,19 @@ export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlI
     {
       schema,
       async onConnect(ctx) {
-        const credentials = credentialsOf(ctx.extra.request, ctx.connectionParams)
+        const credentials = credentialsOf(ctx.extra.request, ctx.connectionParams, addresses.ofRequest(ctx.extra.request))
         const call = envelope.open({ name: CONNECT }, credentials.ip)
         try {
-          ctx.extra.principal = await envelope.admit(call, credentials)
+          const principal = await envelope.admit(call, credentials)
+          ctx.extra.principal = principal
           ctx.extra.credentials = credentials
           await envelope.complete(call)
+          const socket = ctx.extra.socket
+          if (socket.readyState !== socket.OPEN) return false
+          // the connection lasts as long as its credential: revoked or expired, it closes (4403)
+          const lifetime = envelope.open(END, credentials.ip)
+          lifetime.principal = principal
+          ctx.extra.hold = envelope.hold(lifetime, (reason) => socket.close(GRAPHQL_WS_CREDENTIAL_ENDED, wsCloseReasonOf(reason)))
           return true
         } catch (err) {
           const e = (await envelope.complete(call, err))!
@@ -99,8 +126,14 @@ export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlI
         const faults = internalFaultsOf(errors)
         if (faults.length > 0) logger.error({ err: faults[0] }, 'GraphQL resolver failed')
       },
-      onNext(_ctx, _id, _payload, _args, result) {
+      onNext(ctx, _id, _payload, _args, result) {
+        // the credential ended (revoked, expired): the socket closes here, and graphql-ws sends
+        // nothing on a socket that is not open
+        ctx.extra.hold?.check()
         return formatResult(result)
+      },
+      onClose(ctx) {
+        ctx.extra.hold?.release()
       },
       onError(_ctx, _id, _payload, errors) {
         return errors.map(formatError)
@@ -127,7 +160,7 @@ function pathOf(url: string | undefined): string {
 }
 
 /** `connectionParams.authorization` / `namespace` win over the upgrade request's headers. */
-function credentialsOf(req: IncomingMessage, params: Record<string, unknown> | undefined): CredentialInput {
+function credentialsOf(req: IncomingMessage, params: Record<string, unknown> | undefined, ip: string): CredentialInput {
   const param = (...names: string[]): string | undefined => {
     for (const n of names) {
       const v = params?.[n]
@@ -135,7 +168,7 @@ function credentialsOf(req: IncomingMessage, params: Record<string, unknown> | u
     }
     return undefined
   }
-  return httpCredentialsOf(req, req.socket.remoteAddress ?? '', {
+  return httpCredentialsOf(req, ip, {
     authorization: param('authorization', 'Authorization'),
     namespace: param('namespace', 'x-svc-namespace', 'X-Svc-Namespace'),
   })

@@ -3,19 +3,24 @@ import type { Logger } from 'pino'
 import { validationFailed, type SvcError } from '../../core/errors.js'
 import {
   createOperationEnvelope, enveloped,
-  type CallerOperation, type Engine, type OperationEnvelope,
+  type CallerOperation, type CredentialInput, type Engine, type OperationEnvelope,
 } from '../../engine/index.js'
-import { credentialsOf, ipOfPeer, type CallCredentialsSource } from './credentials.js'
+import { CONNECTION_ADDRESSES, type ClientAddresses } from '../client-address.js'
+import { callerAddressOf, credentialsOf, type CallCredentialsSource } from './credentials.js'
 import { grpcErrorOf, grpcStatusOf, statusName } from './errors.js'
 
 export interface GrpcDoorComponents {
   engine: Engine
   logger: Logger
+  /** the caller's address of a call (trusted proxies' metadata); default: the peer's */
+  addresses?: ClientAddresses
 }
 
 /** The gRPC door's components plus its envelope (built once per server). */
 export interface GrpcDoor extends GrpcDoorComponents {
   envelope: OperationEnvelope<CallCredentialsSource>
+  /** the credentials of a call, its caller's address included */
+  credentialsOf(call: CallCredentialsSource): CredentialInput
 }
 
 /**
@@ -23,14 +28,16 @@ export interface GrpcDoor extends GrpcDoorComponents {
  * with protocol `grpc` and the gRPC status name (`OK`, `NOT_FOUND`, …).
  */
 export function createGrpcDoor(components: GrpcDoorComponents): GrpcDoor {
+  const addresses = components.addresses ?? CONNECTION_ADDRESSES
+  const credentialsOfCall = (call: CallCredentialsSource): CredentialInput => credentialsOf(call, addresses)
   const envelope = createOperationEnvelope<CallCredentialsSource>({
     protocol: 'grpc',
-    credentialsOf,
-    ipOf: (call) => ipOfPeer(call.getPeer()),
+    credentialsOf: credentialsOfCall,
+    ipOf: (call) => callerAddressOf(call, addresses),
     statusOf: (error?: SvcError) => statusName(error === undefined ? status.OK : grpcStatusOf(error)),
     decode: (call) => requireDecodedRequest((call as { request?: unknown }).request),
   }, components)
-  return { ...components, envelope }
+  return { ...components, envelope, credentialsOf: credentialsOfCall }
 }
 
 /** What a request message that did not decode becomes (see `tolerantService`). */

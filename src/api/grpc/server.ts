@@ -5,6 +5,7 @@ import { HealthImplementation } from 'grpc-health-check'
 import type { Logger } from 'pino'
 import { SvcError } from '../../core/errors.js'
 import type { Engine } from '../../engine/index.js'
+import type { ClientAddresses } from '../client-address.js'
 import { loadProtos, SERVICE_NAME } from './proto.js'
 import { reflectionDefinitionOf } from './reflection.js'
 import { createGrpcDoor, tolerantService } from './operation.js'
@@ -28,6 +29,8 @@ export interface GrpcServerInit {
 export interface GrpcServerComponents {
   engine: Engine
   logger: Logger
+  /** the caller's address of a call (a trusted proxy's forwarding metadata); default: the peer's */
+  addresses?: ClientAddresses
 }
 
 export interface GrpcServer {
@@ -52,7 +55,7 @@ export interface GrpcServer {
  */
 export function createGrpcServer(init: GrpcServerInit, components: GrpcServerComponents): GrpcServer {
   const logger = components.logger.child({ component: 'grpc' })
-  const door = createGrpcDoor({ engine: components.engine, logger })
+  const door = createGrpcDoor({ engine: components.engine, logger, ...(components.addresses ? { addresses: components.addresses } : {}) })
   const { packageDefinition, proto } = loadProtos()
   const health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE_NAME]: 'NOT_SERVING' })
   const streams = executionStreams(door, { maxBufferedEvents: init.streamBufferEvents ?? 256 })

@@ -1,7 +1,6 @@
 import { Metadata, status, type handleServerStreamingCall } from '@grpc/grpc-js'
 import { SvcError } from '../../core/errors.js'
-import { enveloped, executionEventMatches, requirePermission, type ExecutionEvent } from '../../engine/index.js'
-import { credentialsOf } from './credentials.js'
+import { enveloped, executionEventMatches, requirePermission, type ExecutionEvent, type StreamHold } from '../../engine/index.js'
 import { grpcErrorOf, statusName } from './errors.js'
 import type { ExecutionEvent as ExecutionEventMessage } from './generated/svc/v1/ExecutionEvent.js'
 import type { StreamRequest__Output } from './generated/svc/v1/StreamRequest.js'
@@ -34,6 +33,12 @@ export interface ExecutionStreams {
  * the request names one), written as they happen. The response headers are sent once the
  * subscription is live, so a client that waits for them misses nothing after that point. One
  * audit entry per stream, written when it ends.
+ *
+ * A stream lives as long as the credential that opened it: when that key is revoked or the
+ * credential expires, the stream ends at once with UNAUTHENTICATED, the trailers
+ * `svc-error-code: 1003`, `svc-error-name: PERMISSION_DENIED` and `svc-error-details`
+ * `{"credential":"revoked"|"expired","key_id":…}`, and the details `API key revoked` (or
+ * `… expired`); no event is written after, and its audit entry has the result `revoked` or `expired`.
  */
 export function executionStreams(door: GrpcDoor, init: ExecutionStreamsInit): ExecutionStreams {
   const { engine, envelope } = door
@@ -43,12 +48,13 @@ export function executionStreams(door: GrpcDoor, init: ExecutionStreamsInit): Ex
   const handler: ExecutionStreams['handler'] = enveloped((call) => {
     // one operation per stream: admitted now, completed (audited, metered) when it ends
     const operation = envelope.open(STREAM, '')
-    const credentials = credentialsOf(call)
+    const credentials = door.credentialsOf(call)
     operation.ip = credentials.ip
     const undecodable = undecodableError(call.request)
     const rufid = undecodable || call.request.rufid === '' ? undefined : call.request.rufid
     operation.rufid = rufid ?? null
     let listener: ((event: ExecutionEvent) => void) | undefined
+    let lifetime: StreamHold | undefined
     let done = false
 
     /** Ends the subscription once: unsubscribes, answers the status (unless the client left), audits. */
@@ -56,6 +62,7 @@ export function executionStreams(door: GrpcDoor, init: ExecutionStreamsInit): Ex
       if (done) return
       done = true
       open.delete(finish)
+      lifetime?.release()
       if (listener) engine.events.off('execution', listener)
       if (cancelled) operation.status = statusName(status.CANCELLED)
       // the client gets its status at once; the audit entry is written after (nobody waits for it)
@@ -81,6 +88,8 @@ export function executionStreams(door: GrpcDoor, init: ExecutionStreamsInit): Ex
         const tenant = admitted.tenant_id
         listener = (event) => {
           if (!executionEventMatches(event, tenant, target)) return
+          // the credential ended (revoked, expired): the stream ends here, without this event
+          if (lifetime?.check() !== undefined) return
           if (call.writableLength >= init.maxBufferedEvents) {
             finish(new SvcError('SERVICE_UNAVAILABLE', 'stream subscriber fell behind; subscribe again', {
               details: { reason: 'slow_consumer', buffered_events: call.writableLength },
@@ -90,6 +99,8 @@ export function executionStreams(door: GrpcDoor, init: ExecutionStreamsInit): Ex
           call.write(executionEventMessage(event))
         }
         engine.events.on('execution', listener)
+        // the stream lasts as long as its credential: revoked or expired, it ends (UNAUTHENTICATED)
+        lifetime = envelope.hold(operation, (reason) => finish(reason))
         call.sendMetadata(new Metadata())
       } catch (err) {
         finish(err)

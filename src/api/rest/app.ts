@@ -3,6 +3,7 @@ import Koa from 'koa'
 import type { Logger } from 'pino'
 import { SvcError, validationFailed } from '../../core/errors.js'
 import type { Engine } from '../../engine/index.js'
+import { CONNECTION_ADDRESSES, type ClientAddresses } from '../client-address.js'
 import { buildOpenApi, type OpenApiInit } from './openapi.js'
 import { createRestEnvelope, registerRoutes, sendError, type RestContext, type RestRoute, type RestState } from './operation.js'
 import { authRoutes } from './routes/auth.js'
@@ -44,6 +45,11 @@ export interface RestApiComponents {
   isDraining?: () => boolean
   /** true while a federated node has not caught up with its federation yet (readyz answers 503 `starting`) */
   isJoining?: () => boolean
+  /**
+   * the caller's address of a request (`ctx.ip`, which the GraphQL middleware mounted after reads
+   * too): the connection's, or what a trusted proxy forwarded; default: the connection's
+   */
+  addresses?: ClientAddresses
 }
 
 const DEFAULT_OPENAPI: OpenApiInit = { maxSourceBytes: 512 * 1024, maxExpiresDays: 3650, version: '0.0.0' }
@@ -110,8 +116,11 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
   const app = new RestApp({ proxy: false })
   app.silent = true
   const envelope = createRestEnvelope({ bodyLimitBytes: init.bodyLimitBytes }, { engine, logger })
+  const addresses = components.addresses ?? CONNECTION_ADDRESSES
 
   app.use(async (ctx, next) => {
+    // Koa's own proxy handling stays off: only server.trusted_proxies decide (api/client-address.ts)
+    if (addresses.trustsProxies) ctx.request.ip = addresses.ofRequest(ctx.req)
     // while draining, each response closes its connection so shutdown need not wait for keep-alive
     if (components.isDraining?.()) ctx.set('Connection', 'close')
     try {
@@ -136,7 +145,7 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
   let document: Record<string, unknown> | undefined
   const routes: RestRoute<never, unknown>[] = restRoutes(init, components, () => (document ??= buildOpenApi(init.openapi ?? DEFAULT_OPENAPI, routes)))
   const router = new Router<RestState>()
-  app.direct = createDirectRoutes(registerRoutes(router, envelope, routes), { envelope, isDraining: components.isDraining })
+  app.direct = createDirectRoutes(registerRoutes(router, envelope, routes), { envelope, isDraining: components.isDraining, addresses })
   // the console's static files (`/`, `/console/…`): metered, not audited (files, not operations)
   if (init.console) app.use(createConsoleMiddleware(init.console, { envelope }))
   app.use(router.routes())

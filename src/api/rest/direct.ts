@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { SvcError } from '../../core/errors.js'
 import type { OperationEnvelope, OperationName } from '../../engine/index.js'
+import { CONNECTION_ADDRESSES, type ClientAddresses } from '../client-address.js'
 import { sendError, type RestContext, type RestRoute, type RouteMiddleware } from './operation.js'
 import { jsonText } from './presenters.js'
 
@@ -22,6 +23,8 @@ export interface DirectRoutesComponents {
   envelope: OperationEnvelope<RestContext>
   /** true while the daemon drains before shutdown (each response closes its connection) */
   isDraining?: (() => boolean) | undefined
+  /** the caller's address of a request (trusted proxies); default: the connection's */
+  addresses?: ClientAddresses | undefined
 }
 
 interface DirectRoute {
@@ -53,6 +56,7 @@ export function createDirectRoutes(
     direct.push({ method: route.method.toUpperCase(), ...parsed, route, middleware })
   })
   const { envelope, isDraining } = components
+  const addresses = components.addresses ?? CONNECTION_ADDRESSES
 
   return {
     serve(req, res) {
@@ -72,7 +76,7 @@ export function createDirectRoutes(
       if (match === undefined || parts === undefined) return false
       const params: Record<string, string> = {}
       for (const [i, name] of match.params) params[name] = parts[i]!
-      const ctx = new DirectContext(req, res, url, params)
+      const ctx = new DirectContext(req, res, url, params, addresses.ofRequest(req))
       if (isDraining?.()) ctx.set('Connection', 'close')
       match.middleware(ctx as unknown as RestContext).then(
         () => ctx.respond(),
@@ -129,8 +133,8 @@ class DirectContext {
   body: unknown = undefined
   private readonly headers: Record<string, string> = {}
 
-  constructor(readonly req: IncomingMessage, readonly res: ServerResponse, readonly path: string, readonly params: Record<string, string>) {
-    this.ip = req.socket.remoteAddress ?? ''
+  constructor(readonly req: IncomingMessage, readonly res: ServerResponse, readonly path: string, readonly params: Record<string, string>, ip: string) {
+    this.ip = ip
     this.method = req.method ?? ''
   }
 

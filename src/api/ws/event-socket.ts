@@ -7,8 +7,9 @@ import { parseRufid } from '../../core/rufid.js'
 import { type ErrorName, SvcError, validationFailed } from '../../core/errors.js'
 import {
   createOperationEnvelope, enveloped, executionEventMatches, publicErrorOf, requirePermission, systemEventVisibleTo,
-  type CredentialInput, type Engine, type SubscriptionTarget, type ExecutionEvent, type Principal, type SystemEvent,
+  type CredentialInput, type Engine, type SubscriptionTarget, type ExecutionEvent, type Principal, type StreamHold, type SystemEvent,
 } from '../../engine/index.js'
+import { CONNECTION_ADDRESSES, type ClientAddresses } from '../client-address.js'
 import { httpCredentialsOf, subprotocolBearerOf } from '../credentials.js'
 import { errorBody, httpStatusOf } from '../http-status.js'
 
@@ -40,6 +41,12 @@ import { errorBody, httpStatusOf } from '../http-status.js'
  * subscriber before the node closes the sockets (1001). Each subscribe
  * re-checks the credentials (so a revoked key stops subscribing) and is audited as `events.subscribe`.
  *
+ * A connection lives as long as the credential it connected with: when that key is revoked, or
+ * the credential expires (an API key's expiry, a JWT's `exp`, a client certificate's notAfter),
+ * the node closes it at once with 4401 and the reason `1003 PERMISSION_DENIED: API key revoked`
+ * (or `… expired`), delivers no event after, and audits `events.end` with the result `revoked` or
+ * `expired` (4401: 4000 + the 401 a new upgrade with that credential gets).
+ *
  * Limits per connection:
  * - more than `maxMessagesPerSecond` client messages within one second closes it with 1008 (policy
  *   violation); other connections are unaffected;
@@ -64,6 +71,8 @@ export interface EventSocketInit {
 export interface EventSocketComponents {
   engine: Engine
   logger: Logger
+  /** the caller's address of an upgrade (trusted proxies); default: the connection's */
+  addresses?: ClientAddresses
 }
 
 export const EVENT_SOCKET_PATH = '/ws'
@@ -85,6 +94,8 @@ interface Connection {
   ws: WebSocket
   principal: Principal
   credentials: CredentialInput
+  /** held while the credential is valid: its revocation or expiry closes the connection (4401) */
+  hold: StreamHold | undefined
   subscriptions: Map<string, Subscription>
   windowStartedAt: number
   messagesInWindow: number
@@ -93,7 +104,9 @@ interface Connection {
 }
 
 /** WebSocket close codes this manager uses. */
-const CLOSE = { goingAway: 1001, policyViolation: 1008, tryAgainLater: 1013 } as const
+const CLOSE = { goingAway: 1001, policyViolation: 1008, tryAgainLater: 1013, credentialEnded: 4401 } as const
+/** The close code of a connection whose credential was revoked or expired (4000 + HTTP 401). */
+export const CREDENTIAL_ENDED_CLOSE_CODE = CLOSE.credentialEnded
 
 /** The operations of this door: each goes through the envelope (audited and metered, or metered only). */
 export const EVENT_SOCKET_OPERATIONS = {
@@ -103,6 +116,8 @@ export const EVENT_SOCKET_OPERATIONS = {
   messageRate: { name: 'events.message', audited: false },
   /** a connection closed for reading too slowly (metered) */
   deliver: { name: 'events.deliver', audited: false },
+  /** a connection its credential's revocation or expiry closed (audited: result `revoked` or `expired`) */
+  end: { name: 'events.end' },
 } as const
 
 /**
@@ -123,6 +138,7 @@ export function attachEventSocket(
   components: EventSocketComponents,
 ): { close(): Promise<void> } {
   const { engine } = components
+  const addresses = components.addresses ?? CONNECTION_ADDRESSES
   const logger = components.logger.child({ component: 'event-socket' })
   const wss = new WebSocketServer({
     noServer: true, maxPayload: init.maxPayloadBytes, clientTracking: false,
@@ -158,7 +174,7 @@ export function attachEventSocket(
   }
 
   const admitUpgrade = enveloped(async (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> => {
-    const credentials = credentialsOf(req, url)
+    const credentials = credentialsOf(req, url, addresses.ofRequest(req))
     const call = envelope.open(EVENT_SOCKET_OPERATIONS.connect, credentials.ip)
     let principal: Principal
     try {
@@ -192,6 +208,7 @@ export function attachEventSocket(
   function accept(ws: WebSocket, principal: Principal, credentials: CredentialInput): void {
     const conn: Connection = {
       ws, principal, credentials,
+      hold: undefined,
       subscriptions: new Map(),
       windowStartedAt: performance.now(),
       messagesInWindow: 0,
@@ -205,13 +222,18 @@ export function attachEventSocket(
     ws.on('error', (err) => logger.debug({ err }, 'event socket error'))
     ws.on('close', () => {
       conn.closing = true
+      conn.hold?.release()
       conn.subscriptions.clear()
       const set = byTenant.get(principal.tenant_id)
       set?.delete(conn)
       if (set?.size === 0) byTenant.delete(principal.tenant_id)
     })
     ws.on('message', (data, isBinary) => onMessage(conn, data, isBinary))
-    if (closed) closeConnection(conn, CLOSE.goingAway, 'server shutting down')
+    if (closed) return closeConnection(conn, CLOSE.goingAway, 'server shutting down')
+    // the connection lasts as long as its credential: revoked or expired, it closes (4401)
+    const lifetime = envelope.open(EVENT_SOCKET_OPERATIONS.end, credentials.ip)
+    lifetime.principal = principal
+    conn.hold = envelope.hold(lifetime, (reason) => closeConnection(conn, CLOSE.credentialEnded, closeReasonOf(reason)))
   }
 
   // ---- client messages ------------------------------------------------------------------------
@@ -346,9 +368,13 @@ export function attachEventSocket(
   engine.events.on('execution', onExecution)
   engine.events.on('system', onSystem)
 
-  /** Sends an event unless the client has fallen behind: then the connection is closed (1013). */
+  /**
+   * Sends an event unless the connection's credential ended (then it is closed, 4401) or the
+   * client has fallen behind (then it is closed, 1013).
+   */
   function deliver(conn: Connection, frame: Record<string, unknown>): void {
     if (conn.closing) return
+    if (conn.hold?.check() !== undefined) return
     if (conn.ws.bufferedAmount > init.maxBufferedBytes) {
       logger.warn({ tenant: conn.principal.tenant_id, buffered: conn.ws.bufferedAmount }, 'event socket client too slow; closing it')
       meterRefusal(EVENT_SOCKET_OPERATIONS.deliver, conn.credentials.ip, new SvcError('RATE_LIMITED', 'slow consumer'))
@@ -445,13 +471,20 @@ function rawText(data: RawData): string {
  * The headers, else the `svc.bearer.` subprotocol, else `?token=` and `?namespace=` (browsers
  * cannot set headers on a WebSocket): read by the doors' one credential reader.
  */
-function credentialsOf(req: IncomingMessage, url: URL): CredentialInput {
+function credentialsOf(req: IncomingMessage, url: URL, ip: string): CredentialInput {
   const token = url.searchParams.get('token')
-  return httpCredentialsOf(req, req.socket.remoteAddress ?? '', {
+  return httpCredentialsOf(req, ip, {
     authorization: subprotocolBearerOf(req) ?? (token ? `Bearer ${token}` : undefined),
     namespace: url.searchParams.get('namespace') || undefined,
     preferGiven: false,
   })
+}
+
+/** A close reason of at most 123 bytes: `1003 PERMISSION_DENIED: API key revoked`. */
+function closeReasonOf(err: SvcError): string {
+  let reason = `${err.code} ${err.name}: ${err.code === 1009 ? 'internal error' : err.message}`
+  while (Buffer.byteLength(reason) > 123) reason = reason.slice(0, -1)
+  return reason
 }
 
 /** Answers a refused upgrade with an HTTP response carrying the REST error body, then closes. */

@@ -4,6 +4,7 @@ import type { RateLimits } from '../limits/rate-limits.js'
 import type { Principal } from '../types.js'
 import type { Authenticator, CredentialInput } from './authenticator.js'
 import { narrow } from './credential-authenticator.js'
+import { CredentialStreams, type StreamHold } from './credential-streams.js'
 
 /** What an adapter tells the gate about one finished operation. */
 export interface OperationOutcome {
@@ -23,7 +24,12 @@ export interface OperationOutcome {
  * answer leaves the node.
  */
 export class AccessGate {
-  constructor(private readonly c: { authenticator: Authenticator; rateLimits: RateLimits; audit: AuditLog }) {}
+  /** the streams open on this node by credential: the key service reports revocations to it */
+  readonly streams: CredentialStreams
+
+  constructor(private readonly c: { authenticator: Authenticator; rateLimits: RateLimits; audit: AuditLog; streams?: CredentialStreams }) {
+    this.streams = c.streams ?? new CredentialStreams()
+  }
 
   /**
    * A Principal for these credentials, narrowed to `X-Svc-Namespace` (a child namespace of the
@@ -48,6 +54,14 @@ export class AccessGate {
     // would give every child namespace (acme.n1, acme.n2, …) a tenant budget of its own
     await this.c.rateLimits.charge(principal, input.ip)
     return narrow(principal, input.namespace)
+  }
+
+  /**
+   * Holds a stream an admitted principal opened, until its key is revoked or its credential
+   * expires: then `end` gets the 1003 it ends with (see `CredentialStreams.hold`).
+   */
+  hold(principal: Principal, end: (reason: SvcError) => void): StreamHold {
+    return this.streams.hold(principal, end)
   }
 
   /**
@@ -76,6 +90,8 @@ export class AccessGate {
 
 function resultOf(err: SvcError | undefined): string {
   if (!err) return 'success'
+  // a stream its credential's revocation or expiry ended says which (`revoked`, `expired`)
+  if (err.code === 1003 && err.reason === 'unauthenticated' && (err.details.credential === 'revoked' || err.details.credential === 'expired')) return err.details.credential
   if (err.code === 1003) return err.reason === 'unauthenticated' ? 'unauthenticated' : 'denied'
   if (err.code === 1005) return 'rate_limited'
   return 'error'

@@ -108,6 +108,7 @@ export class ApiKeyService {
   private readonly cache = new LruCache<ApiKeyRecord>(CACHE_ENTRIES, () => undefined)
   /** bumped by every write, so a read that overlapped a write (a revocation) is not cached */
   private writes = 0
+  private readonly revocationListeners = new Set<(keyId: string) => void>()
 
   constructor(private readonly init: ApiKeyServiceInit, private readonly storage: ApiKeyStorage) {}
 
@@ -171,6 +172,17 @@ export class ApiKeyService {
     return revoked
   }
 
+  /**
+   * Calls `listener` with the key id each time a revoked key's record is written (a revocation;
+   * any later path that deletes or rotates a key writes it revoked through here too), once the
+   * write succeeded: what ends the key's open streams (auth/credential-streams.ts). Listeners run
+   * synchronously and must not throw. Returns the function that removes the listener.
+   */
+  onRevoked(listener: (keyId: string) => void): () => void {
+    this.revocationListeners.add(listener)
+    return () => this.revocationListeners.delete(listener)
+  }
+
   private async lookup(keyId: string): Promise<ApiKeyRecord | undefined> {
     const cached = this.cache.take(keyId)
     if (cached) {
@@ -192,6 +204,7 @@ export class ApiKeyService {
       this.writes++
     }
     this.cache.put(record.key_id, record)
+    if (record.revoked_at !== undefined) for (const listener of this.revocationListeners) listener(record.key_id)
   }
 
   async list(principal: Principal): Promise<Array<Omit<ApiKeyRecord, 'secret_sha256'>>> {

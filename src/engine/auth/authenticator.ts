@@ -9,7 +9,13 @@ export interface CredentialInput {
   /** peer address, for the audit log and rate limits */
   ip: string
   /** a verified TLS client certificate, when the transport has one */
-  clientCertificate?: { subject: string; fingerprint256: string; subjectAltName?: string } | undefined
+  clientCertificate?: {
+    subject: string
+    fingerprint256: string
+    subjectAltName?: string
+    /** the certificate's notAfter as the transport reports it (`Sep  3 20:33:31 2027 GMT`) */
+    validTo?: string
+  } | undefined
 }
 
 /** Turns credentials into a Principal, or throws 1003 (reason `unauthenticated` when none are valid). */

@@ -52,6 +52,7 @@ export function createCredentialAuthenticator(
       permissions: permissionsOf({ scopes: key.scopes }),
       method: 'api_key',
       key_id: key.key_id,
+      ...(key.expires_at === null ? {} : { expires_at: Date.parse(key.expires_at) }),
     }
   }
 
@@ -61,7 +62,12 @@ export function createCredentialAuthenticator(
     const tenant = fields.O
     if (!isValidTenantId(tenant)) throw unauthenticated('client certificate has no valid O (tenant) in its subject')
     const roles = fields.OU && ['developer', 'consumer', 'admin'].includes(fields.OU) ? [fields.OU as Role] : init.mtls.roles
-    return { tenant_id: tenant, user: fields.CN ?? cert.fingerprint256, permissions: permissionsOf({ roles }), method: 'mtls' }
+    const notAfter = cert.validTo === undefined ? Number.NaN : Date.parse(cert.validTo)
+    return {
+      tenant_id: tenant, user: fields.CN ?? cert.fingerprint256, permissions: permissionsOf({ roles }), method: 'mtls',
+      // streams opened with the certificate end when it expires
+      ...(Number.isFinite(notAfter) ? { expires_at: notAfter } : {}),
+    }
   }
 
   return {

@@ -63,6 +63,8 @@ export class JwtVerifier {
       user: String(user),
       permissions: permissionsOf({ roles, scopes }),
       method: 'jwt',
+      // `exp` is required: the token is accepted until exp + the clock tolerance, and so are its streams
+      ...(typeof payload.exp === 'number' ? { expires_at: (payload.exp + this.init.clockToleranceSeconds) * 1000 } : {}),
     }
   }
 }

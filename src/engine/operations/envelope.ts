@@ -1,6 +1,7 @@
 import { SvcError, toSvcError } from '../../core/errors.js'
 import type { AccessGate } from '../auth/access-gate.js'
 import type { CredentialInput } from '../auth/authenticator.js'
+import type { StreamHold } from '../auth/credential-streams.js'
 import type { SvcMetrics } from '../metrics.js'
 import type { Principal } from '../types.js'
 
@@ -18,7 +19,9 @@ import type { Principal } from '../types.js'
  * Doors whose operations do not fit one request/response (a stream that is admitted now and ends
  * later, a GraphQL request whose fields are separate operations) use the steps `open`, `admit`,
  * `complete` themselves; test/api/operation-envelope.test.ts checks that every operation of every
- * door is audited and metered exactly once through here.
+ * door is audited and metered exactly once through here. A stream is also `hold`-ed once it is
+ * live: when its caller's key is revoked or its credential expires, the envelope completes the
+ * stream's call with the reason (audited, metered) and the door closes the stream with its code.
  */
 
 /** What an operation of a caller does once the caller is admitted. */
@@ -195,6 +198,22 @@ export class OperationEnvelope<I> {
     const principal = await this.gate.admit(credentials, call)
     call.principal = principal
     return principal
+  }
+
+  /**
+   * Holds a live stream for as long as its caller's credential is valid. `call` is the stream's
+   * operation, opened by the door and carrying the admitted principal (its `startedAt` is when
+   * the stream opened). When the key is revoked or the credential expires, the call is finished
+   * with the 1003 that says which (`details.credential`: `revoked` or `expired`; audited with
+   * that result under the caller, metered), then `end` gets the error the client may see: the
+   * door closes the stream with it at once, and delivers no event after. The door calls
+   * `check()` on the hold right before each event it delivers, and `release()` when the stream
+   * ends otherwise (which leaves the call to the door).
+   */
+  hold(call: OperationCall, end: (reason: SvcError) => void): StreamHold {
+    const principal = call.principal
+    if (principal === undefined) throw new Error(`${call.operation.name}: a stream is held only once its caller is admitted`)
+    return this.gate.hold(principal, (reason) => end(this.finish(call, reason)!))
   }
 
   /**

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { pino } from 'pino'
 import { createClient, type Client } from 'graphql-ws'
 import WebSocket from 'ws'
+import type { ClientAddresses } from '../../../src/api/client-address.js'
 import { createRestApi } from '../../../src/api/rest/app.js'
 import { createGraphqlMiddleware, type GraphqlInit } from '../../../src/api/graphql/http.js'
 import { attachGraphqlWs } from '../../../src/api/graphql/ws.js'
@@ -51,18 +52,28 @@ export interface TestNode {
 }
 
 export async function startNode(
-  options: { graphql?: Partial<GraphqlInit>; ws?: Partial<EventSocketInit>; rateLimits?: Partial<EngineInit['rateLimits']> } = {},
+  options: {
+    graphql?: Partial<GraphqlInit>
+    ws?: Partial<EventSocketInit>
+    rateLimits?: Partial<EngineInit['rateLimits']>
+    auth?: Partial<EngineInit['auth']>
+    /** the caller's address on every door (trusted proxies); default: the connection's */
+    addresses?: ClientAddresses
+  } = {},
 ): Promise<TestNode> {
-  const { engine, db } = await createTestEngine({ sandbox: await realSandbox(1), auth: { mode: 'standard' }, ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}) })
+  const { engine, db } = await createTestEngine({
+    sandbox: await realSandbox(1), auth: { mode: 'standard', ...options.auth }, ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
+  })
   const logger = pino({ level: 'silent' })
-  const app = createRestApi({ bodyLimitBytes: 1 << 20, metricsAccess: 'public' }, { engine, logger })
+  const addresses = options.addresses
+  const app = createRestApi({ bodyLimitBytes: 1 << 20, metricsAccess: 'public' }, { engine, logger, ...(addresses ? { addresses } : {}) })
   const graphqlInit = { ...DEFAULT_GRAPHQL, ...options.graphql }
   const graphql = createGraphqlMiddleware(graphqlInit, { engine, logger })
   app.use(graphql)
   const server = http.createServer(app.callback())
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const graphqlWs = attachGraphqlWs(server, graphqlInit, { engine, logger })
-  const events = attachEventSocket(server, { ...DEFAULT_WS, ...options.ws }, { engine, logger })
+  const graphqlWs = attachGraphqlWs(server, graphqlInit, { engine, logger, ...(addresses ? { addresses } : {}) })
+  const events = attachEventSocket(server, { ...DEFAULT_WS, ...options.ws }, { engine, logger, ...(addresses ? { addresses } : {}) })
   const port = (server.address() as AddressInfo).port
   const url = `http://127.0.0.1:${port}`
   const wsUrl = `ws://127.0.0.1:${port}`
