@@ -157,6 +157,22 @@ export class CatalogStore {
     return this.executionLog.flush()
   }
 
+  /**
+   * What the group commit holds and has not written yet, by sublevel name (`executions`,
+   * `function_stats`, `receipts`, and `audit` when the audit log shares it): what a stop would lose.
+   */
+  unwritten(): Map<string, number> {
+    return this.executionLog.unwritten()
+  }
+
+  /**
+   * A stop out of time (a disk that refuses writes): the waiting records are given up, nothing is
+   * retried, and `stop` no longer waits for them. Count `unwritten()` first.
+   */
+  abandonWrites(reason: Error): void {
+    this.executionLog.abandon(reason)
+  }
+
   get isOpen(): boolean {
     return this.started && this.db.status === 'open'
   }
