@@ -111,6 +111,7 @@ export const configSchema = z.object({
     max_warm_isolates_per_worker: z.number().int().min(1),
     queue_limit: z.number().int().min(0),
     max_log_bytes: z.number().int().min(0),
+    max_result_bytes: z.number().int().min(0),
     kill_grace_ms: z.number().int().min(0),
     record_flush_ms: z.number().int().min(0).max(1000),
     os_isolation: z.enum(OS_ISOLATION_MODES),

@@ -157,6 +157,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         defaults: limitsOf(x.defaults),
         max: limitsOf(x.max),
         resultCache: { maxEntries: x.result_cache.max_entries, maxBytes: x.result_cache.max_bytes, maxResultBytes: x.result_cache.max_result_bytes },
+        maxResultBytes: x.max_result_bytes,
       },
       auth: authInitOf(config),
       rateLimits: {

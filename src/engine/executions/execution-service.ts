@@ -25,6 +25,12 @@ export interface ExecutionServiceInit {
   max: LimitValues
   /** the result cache of deterministic functions (default RESULT_CACHE_DEFAULTS) */
   resultCache?: ResultCacheInit
+  /**
+   * The largest result a call may return (UTF-8 bytes of its JSON): a larger one is 1007 with
+   * `details.limit: 'result_size'`, checked in the sandbox worker, and the record keeps the error,
+   * not the result. Absent or 0: no limit.
+   */
+  maxResultBytes?: number
 }
 
 /** What the execution service needs of a sandbox (see `engine/sandbox`). */
@@ -213,7 +219,9 @@ export class ExecutionService {
     this.inflight.set(key, new Promise((r) => { settle = r }))
     try {
       const federation = this.c.federation?.()
-      const remote = federation?.findResult ? await federation.findResult({ ...fields, key, rufid: fullRufidOf(fn), args }).catch(() => undefined) : undefined
+      const found = federation?.findResult ? await federation.findResult({ ...fields, key, rufid: fullRufidOf(fn), args }).catch(() => undefined) : undefined
+      // a member's result larger than this node keeps is not answered from: the call runs here (and fails the same way)
+      const remote = found !== undefined && this.admitsResult(found.resultBytes) ? found : undefined
       if (remote !== undefined && !remote.reexecute) {
         const entry: CachedResult = { ...fields, result: remote.result, resultBytes: remote.resultBytes, receipts: remote.receipts, source: 'remote' }
         this.results.put(key, entry)
@@ -239,9 +247,17 @@ export class ExecutionService {
     }
   }
 
+  /** Whether a result of this size (its JSON's bytes) is within `maxResultBytes`. */
+  private admitsResult(resultBytes: number): boolean {
+    const max = this.init.maxResultBytes
+    return max === undefined || max <= 0 || resultBytes <= max
+  }
+
   /** A stored entry this node answers from: its own or accepted results; an offered one only under its trust policy. */
   private trustedEntry(entry: CachedResult | undefined): CachedResult | undefined {
-    if (entry === undefined || entry.source !== 'offered') return entry
+    if (entry === undefined) return undefined
+    if (!this.admitsResult(entry.resultBytes)) return undefined
+    if (entry.source !== 'offered') return entry
     return this.c.federation?.()?.acceptsResult?.(entry) === true ? entry : undefined
   }
 
@@ -336,6 +352,7 @@ export class ExecutionService {
       signature: fn.signature,
       args,
       limits,
+      ...(this.init.maxResultBytes !== undefined && this.init.maxResultBytes > 0 ? { maxResultBytes: this.init.maxResultBytes } : {}),
       // the lockfile's exact pip pins (Python installs exactly these from the node's wheelhouse)
       dependencies: { pip: pins },
       ...(options.deterministic ? { deterministic: { seed: options.argsDigest ?? fn.content_digest } } : {}),
