@@ -122,8 +122,20 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     else storageLogger.error({ storage: state }, 'disk full: writes are refused with 1010 until space returns; reads go on')
   })
   const db = nodeDatabase as unknown as LevelDatabase
-  const store = createCatalogStore({ db }, { executionFlushMs: config.execution.record_flush_ms })
   const metrics = createMetrics({ defaultMetrics: true })
+  const records = config.execution.records
+  const store = createCatalogStore(
+    {
+      db,
+      metrics,
+      onSwept: (swept) => storageLogger.info({ swept }, `retention removed ${swept.records} execution records (${swept.bytes} bytes), ${swept.receipts} receipts`),
+    },
+    {
+      executionFlushMs: config.execution.record_flush_ms,
+      tenantQuotaBytes: config.storage.tenant_quota_mb * 2 ** 20,
+      retention: { retentionDays: records.retention_days, maxPerTenant: records.max_per_tenant, sweepIntervalMs: records.sweep_interval_ms },
+    },
+  )
   const events = new EventBus()
   const x = config.execution
   // wheels fetched from federation peers (each checked against its pin's sha256), beside the wheelhouse
@@ -274,7 +286,8 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         else if (name === 'function_stats') unwritten.statistics += n
         else if (name === 'audit') unwritten.audit_entries += n
         else if (name === 'receipts' || name === 'receipt_certificates') unwritten.receipts += n
-        else unwritten.other += n
+        // a record's usage entry goes with it (tenant-usage.ts)
+        else if (name !== 'tenant_usage') unwritten.other += n
       }
       unwritten.audit_entries += engine.auditLog.unwritten()
       const reason = new Error('the node stopped before this could be written')
@@ -300,6 +313,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     },
     async start() {
       await engine.start()
+      if (store.usageLoaded) storageLogger.info({ tenant_usage: store.usageLoaded }, `tenant storage: ${store.usageLoaded.entries} usage entries of ${store.usageLoaded.accounts} tenants summed in ${store.usageLoaded.ms} ms`)
       // every execution's receipt is signed with the node's libp2p key (docs/receipts.md)
       engine.useReceiptSigner(await loadNodeReceiptSigner(config.federation, config.data_dir))
       nodeDatabase.watchStorage()

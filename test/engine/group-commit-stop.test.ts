@@ -88,7 +88,7 @@ describe('the store and the audit log, stopped on a database that refuses writes
     const stopping = audit.stop().then(() => store.stop()).finally(() => { stopped = true }).catch(() => undefined)
     await sleep(150)
     expect(stopped).toBe(false)
-    expect(Object.fromEntries(store.unwritten())).toEqual({ executions: 1, function_stats: 1, audit: 1 })
+    expect(Object.fromEntries(store.unwritten())).toEqual({ executions: 1, function_stats: 1, audit: 1, tenant_usage: 1 })
     // the shared group commit is counted once, by the store
     expect(audit.unwritten()).toBe(0)
     const reason = new Error('stopping')

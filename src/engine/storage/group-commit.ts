@@ -4,11 +4,13 @@ import type { LevelDatabase } from './catalog-store.js'
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type JsonSublevel = AbstractSublevel<LevelDatabase, any, string, any>
 
-/** One queued put. */
+/** One queued put (or, with `del`, a deletion of the key). */
 export interface QueuedPut {
   sublevel: JsonSublevel
   key: string
   value: unknown
+  /** deletes the key instead (retention): a reader sees the stored value until the batch is written */
+  del?: true
   /**
    * `value` as its stored JSON text, when the caller encoded it already (to measure it): written as
    * it is instead of being encoded again. It must be `JSON.stringify(value)`.
@@ -94,20 +96,22 @@ export class GroupCommit {
     return Promise.resolve()
   }
 
-  /** The queued (or being written) value of a key, if any. */
+  /** The queued (or being written) value of a key, if any (undefined for a queued deletion). */
   peek(sublevel: JsonSublevel, key: string): unknown {
     const slot = slotOf(sublevel, key)
-    return this.pending.get(slot)?.value ?? this.inflight?.get(slot)?.value
+    const put = this.pending.get(slot) ?? this.inflight?.get(slot)
+    return put?.del === true ? undefined : put?.value
   }
 
   /**
-   * The puts not written yet (waiting, and the batch being written), counted by sublevel name
+   * The puts not written yet (waiting, and the batch being written; deletions aside), counted by sublevel name
    * (`executions`, `function_stats`, `audit`, …): what a stop that cannot write would lose.
    */
   unwritten(): Map<string, number> {
     const counts = new Map<string, number>()
     const count = (slots: Map<string, QueuedPut> | undefined): void => {
       for (const put of slots?.values() ?? []) {
+        if (put.del === true) continue
         const name = sublevelNameOf(put.sublevel)
         counts.set(name, (counts.get(name) ?? 0) + 1)
       }
@@ -157,9 +161,11 @@ export class GroupCommit {
       const puts = [...batch.values()]
       if (typeof writer.writeEncoded === 'function' && puts.every(({ sublevel }) => this.encodable(sublevel))) {
         // keys prefixed and values encoded here, as the sublevels would (utf8 keys, JSON values)
-        await writer.writeEncoded(puts.map(({ sublevel, key, value, encoded }) => ({ key: prefixOf(sublevel) + key, value: encoded ?? JSON.stringify(value) })), false)
+        await writer.writeEncoded(puts.map(({ sublevel, key, value, encoded, del }) => (del === true
+          ? { key: prefixOf(sublevel) + key, del }
+          : { key: prefixOf(sublevel) + key, value: encoded ?? JSON.stringify(value) })), false)
       } else {
-        const ops = puts.map(({ sublevel, key, value }) => ({ type: 'put', sublevel, key, value }))
+        const ops = puts.map(({ sublevel, key, value, del }) => (del === true ? { type: 'del', sublevel, key } : { type: 'put', sublevel, key, value }))
         await this.c.db.batch(ops as unknown as Array<AbstractBatchOperation<LevelDatabase, string, unknown>>, { sync: false } as object)
       }
       this.lastError = undefined
@@ -199,7 +205,7 @@ const slotOf = (sublevel: JsonSublevel, key: string): string => `${prefixOf(subl
 
 /** A database that takes puts already encoded (NodeDatabase.writeEncoded). */
 interface EncodedWriter {
-  writeEncoded(puts: ReadonlyArray<{ key: string; value: string }>, sync: boolean): Promise<void>
+  writeEncoded(puts: ReadonlyArray<{ key: string; value: string } | { key: string; del: true }>, sync: boolean): Promise<void>
 }
 
 interface Encodings {
