@@ -219,7 +219,11 @@ export class ExecutionService {
     const argsDigest = fields.arguments_digest
     const started = performance.now()
     const started_at = new Date().toISOString()
-    const held = this.trustedEntry(this.results.get(key)) ?? await this.inflight.get(key)?.catch(() => undefined)
+    // no await unless a call is in flight: `await undefined` yields, and identical calls that
+    // arrived together each found no call in flight and ran
+    const stored = this.trustedEntry(this.results.get(key))
+    const pending = stored === undefined ? this.inflight.get(key) : undefined
+    const held = stored ?? (pending === undefined ? undefined : await pending.catch(() => undefined))
     if (held !== undefined) return this.answerFromCache(principal, fn, held, 'hit', started, started_at, id)
 
     let settle!: (entry: CachedResult | undefined) => void
