@@ -159,7 +159,8 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
   const executions = new ExecutionService(init.execution, {
     registry: functions, store, sandbox, metrics, events, wheels, receipts, federation: () => federation.port,
   })
-  const keys = new ApiKeyService(init.auth.keys, init.auth.mode === 'standard' ? createLevelKeyStorage(db) : createMemoryKeyStorage())
+  // keys count in their tenant's storage (a new one is refused past its quota)
+  const keys = new ApiKeyService(init.auth.keys, init.auth.mode === 'standard' ? createLevelKeyStorage(db, store) : createMemoryKeyStorage())
   const authenticator: Authenticator = init.auth.mode === 'none'
     ? createLocalAuthenticator({ defaultTenant: init.auth.defaultTenant })
     : createCredentialAuthenticator(

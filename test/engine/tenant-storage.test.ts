@@ -193,6 +193,30 @@ describe('the tenant quota', () => {
     expect(node.engine.tenantStorage(A).used_bytes).toBeLessThanOrEqual(300 * KiB + 2 * KiB)
   })
 
+  it('counts API keys: a new one past the quota is refused, a revocation never', async () => {
+    const node = await startNode(memoryDb(), { quotaBytes: 8 * KiB })
+    const admin = principal('acme', ['rufid.admin', 'rufid.read'])
+    const minted: string[] = []
+    let refusal: { details: Record<string, unknown> } | undefined
+    for (let i = 0; i < 50 && refusal === undefined; i++) {
+      try {
+        minted.push((await node.engine.keys.mint(admin, { name: `key${i}`, scopes: ['functions:read'] })).key_id)
+      } catch (err) {
+        refusal = err as typeof refusal
+      }
+    }
+    expect(refusal?.details).toMatchObject({ reason: 'tenant_quota', tenant: 'acme' })
+    expect(minted.length).toBeGreaterThan(3)
+    const usage = node.engine.tenantStorage(A)
+    expect(usage.used_bytes).toBeLessThanOrEqual(8 * KiB)
+    expect(usage.used_bytes).toBeGreaterThan(minted.length * 300)
+    // at the quota, a key can still be revoked (its record grows a little)
+    expect((await node.engine.keys.revoke(admin, minted[0])).revoked_at).toBeDefined()
+    expect(node.engine.tenantStorage(A).used_bytes).toBeGreaterThan(usage.used_bytes)
+    // another tenant mints as usual
+    expect((await node.engine.keys.mint(principal('globex', ['rufid.admin']), { name: 'mine', scopes: ['functions:read'] })).key_id).toBeTruthy()
+  })
+
   it('an asynchronous execution refused for the quota ends as an error record with the refusal', async () => {
     const node = await startNode(memoryDb(), { quotaBytes: 64 * KiB })
     const fa = (await node.engine.functions.create(A, sized)).rufid

@@ -89,6 +89,8 @@ const USAGE_FORMAT = 1
 /** Bytes a usage entry of a catalog item takes (its key and value): charged with the item. */
 const ITEM_ENTRY_BYTES = 120
 const SWEEP_RETRY_AFTER_S = 3600
+/** Where API key records live (auth/level-key-storage.ts): counted once when the usage entries are first built. */
+const API_KEYS_SUBLEVEL = 'api_keys'
 
 /** The bytes a value takes stored under `key` in `sublevel` (key, prefix, JSON). */
 const storedBytes = (sublevel: Json | JsonSublevel, key: string, value: unknown): number =>
@@ -430,6 +432,17 @@ export class CatalogStore {
     ]
   }
 
+  /**
+   * The usage entry of an API key record (`k`) for the key storage's own batch (level-key-storage.ts),
+   * and `apply()` once written. `check`: a new key, refused (1005 tenant_quota) past the quota; a
+   * revocation (the record replaced) never is.
+   */
+  async keyUsage(tenant: string, keyId: string, bytes: number, check: boolean): Promise<{ ops: PutOp[]; apply(): void }> {
+    const item: UsageItem = { tenant, kind: 'k', item: keyId, bytes: bytes + ITEM_ENTRY_BYTES }
+    const previous = bytesOf(await readNow(this.usageEntries, usageKey(accountOf(tenant), 'k', keyId)))
+    return this.itemUsageOps([item], [previous], check)
+  }
+
   /** The usage item a catalog put stores (function versions, ledger entries, branch heads). */
   private itemOf(op: PutOp): UsageItem {
     const kind: UsageKind = op.sublevel === this.functions ? 'f' : op.sublevel === this.ledger ? 'l' : 'b'
@@ -470,10 +483,13 @@ export class CatalogStore {
   }
 
   private usageOps(ops: PutOp[], previous: number[], check: boolean): { ops: PutOp[]; apply(): void } {
+    return this.itemUsageOps(ops.map((op) => this.itemOf(op)), previous, check)
+  }
+
+  private itemUsageOps(items: UsageItem[], previous: number[], check: boolean): { ops: PutOp[]; apply(): void } {
     const deltas = new Map<string, number>()
     const entries: PutOp[] = []
-    ops.forEach((op, i) => {
-      const item = this.itemOf(op)
+    items.forEach((item, i) => {
       const account = accountOf(item.tenant)
       deltas.set(account, (deltas.get(account) ?? 0) + item.bytes - previous[i]!)
       entries.push({ type: 'put', sublevel: this.usageEntries, key: usageKey(account, item.kind, item.item), value: [item.bytes] })
@@ -626,6 +642,13 @@ export class CatalogStore {
         const op: PutOp = { type: 'put', sublevel, key, value }
         for (const entry of this.chargeNew([op]).ops) await add(entry)
       }
+    }
+    const keys = this.db.sublevel<string, unknown>(API_KEYS_SUBLEVEL, { valueEncoding: 'json' }) as Json
+    for await (const [keyId, value] of keys.iterator()) {
+      const tenant = (value as { tenant_id?: unknown })?.tenant_id
+      if (typeof tenant !== 'string') continue
+      const item: UsageItem = { tenant, kind: 'k', item: keyId, bytes: storedBytes(keys, keyId, value) + ITEM_ENTRY_BYTES }
+      for (const entry of this.itemUsageOps([item], [0], false).ops) await add(entry)
     }
     await flush()
     await this.meta.put(USAGE_FORMAT_KEY, USAGE_FORMAT, { sync: true } as object)

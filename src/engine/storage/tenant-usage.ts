@@ -16,7 +16,8 @@ import type { JsonSublevel } from './group-commit.js'
  * - `x` execution records (with the receipt and signer certificate the record wrote first, and this
  *   entry itself), keyed by execution id, so an account's records are listed oldest first (retention);
  *   their entry also names the receipt and certificate the record refers to (receipt clean-up);
- * - `f` function versions (source, manifest, lockfile, texts), `l` ledger entries, `b` branch heads.
+ * - `f` function versions (source, manifest, lockfile, texts), `l` ledger entries, `b` branch heads,
+ *   `k` API key records (a new key is refused past the quota, a revocation never).
  * An entry is written and deleted in the same LevelDB batch as its item (execution records in the
  * group commit's batches), so what is on disk always adds up; at start the entries are summed (a
  * scan of small entries, bounded by retention: ~100 bytes per execution record, see
@@ -32,7 +33,7 @@ import type { JsonSublevel } from './group-commit.js'
  */
 
 /** The kinds of item counted (see the module comment). */
-export type UsageKind = 'x' | 'f' | 'l' | 'b'
+export type UsageKind = 'x' | 'f' | 'l' | 'b' | 'k'
 
 /**
  * A stored usage entry: the bytes charged, and for an execution record the digest of the receipt it
@@ -106,7 +107,7 @@ export class TenantUsage {
     const quota = init.quotaBytes
     new Gauge({
       name: 'svc_tenant_storage_bytes',
-      help: 'Bytes each tenant (root of its namespaces) stores on this node: execution records, function versions, ledger entries, branch heads',
+      help: 'Bytes each tenant (root of its namespaces) stores on this node: execution records, function versions, ledger entries, branch heads, API keys',
       labelNames: ['tenant'],
       registers: [registry],
       collect() {
