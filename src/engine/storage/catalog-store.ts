@@ -548,7 +548,8 @@ export class CatalogStore {
       put.encoded = JSON.stringify(put.value)
       bytes += storedBytes(put.sublevel, put.key, undefined) + Buffer.byteLength(put.encoded)
     }
-    const previous = this.unfinished.get(id)
+    // (most records are put once, final: no lookup while no record is unfinished)
+    const previous = this.unfinished.size === 0 ? undefined : this.unfinished.get(id)
     const delta = bytes - (previous ?? 0)
     if (options.overQuota !== true && options.reservation === undefined) {
       try {
@@ -567,7 +568,7 @@ export class CatalogStore {
     split.remember()
     this.usage.add(account, delta, previous === undefined ? 1 : 0)
     if (record.status === 'queued' || record.status === 'running') this.unfinished.set(id, bytes)
-    else this.unfinished.delete(id)
+    else if (previous !== undefined) this.unfinished.delete(id)
     return this.executionLog.write(puts)
   }
 

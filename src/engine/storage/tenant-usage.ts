@@ -209,18 +209,21 @@ export class TenantUsage {
   reserve(account: string, bytes: number): Reservation {
     this.check(account, bytes)
     this.reserved.set(account, (this.reserved.get(account) ?? 0) + bytes)
-    let held = true
-    const reserved = this.reserved
-    return {
-      account,
-      bytes,
-      release() {
-        if (!held) return
-        held = false
-        const left = (reserved.get(account) ?? 0) - bytes
-        if (left <= 0) reserved.delete(account)
-        else reserved.set(account, left)
-      },
-    }
+    return new HeldSpace(this.reserved, account, bytes)
+  }
+}
+
+/** A reservation (see `TenantUsage.reserve`). */
+class HeldSpace implements Reservation {
+  private held = true
+
+  constructor(private readonly reserved: Map<string, number>, readonly account: string, readonly bytes: number) {}
+
+  release(): void {
+    if (!this.held) return
+    this.held = false
+    const left = (this.reserved.get(this.account) ?? 0) - this.bytes
+    if (left <= 0) this.reserved.delete(this.account)
+    else this.reserved.set(this.account, left)
   }
 }
