@@ -313,7 +313,12 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     },
     async start() {
       await engine.start()
-      if (store.usageLoaded) storageLogger.info({ tenant_usage: store.usageLoaded }, `tenant storage: ${store.usageLoaded.entries} usage entries of ${store.usageLoaded.accounts} tenants summed in ${store.usageLoaded.ms} ms`)
+      const usage = store.usageLoaded
+      if (usage) {
+        storageLogger.info({ tenant_usage: usage }, usage.from === 'scan'
+          ? `tenant storage: ${usage.entries} usage entries of ${usage.accounts} tenants summed in ${usage.ms} ms`
+          : `tenant storage: the totals of ${usage.accounts} tenants taken from the last clean stop`)
+      }
       // every execution's receipt is signed with the node's libp2p key (docs/receipts.md)
       engine.useReceiptSigner(await loadNodeReceiptSigner(config.federation, config.data_dir))
       nodeDatabase.watchStorage()

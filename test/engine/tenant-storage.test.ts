@@ -164,7 +164,17 @@ describe('the tenant quota', () => {
     expect(onDisk).toBe(before.used_bytes)
     expect(before.used_bytes).toBeGreaterThan(5 * 10 * KiB)
     await db.close()
+    // a clean stop stored the totals: the start takes them
     node = await startNode(db)
+    expect(node.store.usageLoaded?.from).toBe('clean_stop')
+    expect(node.engine.tenantStorage(A)).toEqual(before)
+    await node.stop()
+    // as after a crash (no totals): the start sums the entries, to the same
+    await db.open()
+    await db.sublevel<string, unknown>('meta', { valueEncoding: 'json' }).del('tenant_usage_totals')
+    await db.close()
+    node = await startNode(db)
+    expect(node.store.usageLoaded).toMatchObject({ from: 'scan', accounts: 1 })
     expect(node.engine.tenantStorage(A)).toEqual(before)
     await node.stop()
     // a database of an earlier build: no usage entries, no format mark
@@ -173,6 +183,7 @@ describe('the tenant quota', () => {
     await db.sublevel<string, unknown>('meta', { valueEncoding: 'json' }).del('tenant_usage_format')
     await db.close()
     node = await startNode(db)
+    expect(node.store.usageLoaded?.from).toBe('scan')
     const rebuilt = node.engine.tenantStorage(A)
     expect(rebuilt.execution_records).toBe(5)
     // rebuilt from the records as stored: within a percent of what the writes counted

@@ -8,7 +8,7 @@ import { GroupCommit, type JsonSublevel, type QueuedPut } from './group-commit.j
 import { readNow } from './read-now.js'
 import { DataFormatMismatch } from './storage-errors.js'
 import {
-  accountOf, bytesOf, EXECUTION_ENTRY_BYTES, TenantUsage, usageKey, type AccountStorage, type Reservation, type UsageKind,
+  accountOf, bytesOf, EXECUTION_ENTRY_BYTES, TenantUsage, usageKey, type AccountStorage, type Reservation, type UsageKind, type UsageTotals,
 } from './tenant-usage.js'
 
 /** Format of what this code writes. Bump it with a migration when the layout changes. */
@@ -86,6 +86,8 @@ interface UsageItem {
 /** Marks the `tenant_usage` entries as built for every item (an older build's data gets them built once at start). */
 const USAGE_FORMAT_KEY = 'tenant_usage_format'
 const USAGE_FORMAT = 1
+/** The usage totals a clean stop stored (removed by the start that takes them). */
+const USAGE_TOTALS_KEY = 'tenant_usage_totals'
 /** Bytes a usage entry of a catalog item takes (its key and value): charged with the item. */
 const ITEM_ENTRY_BYTES = 120
 const SWEEP_RETRY_AFTER_S = 3600
@@ -211,21 +213,36 @@ export class CatalogStore {
     }
     const loading = performance.now()
     await this.buildUsageEntries()
-    this.usageLoaded = { ...(await this.usage.load()), ms: Math.round(performance.now() - loading) }
+    // the totals a clean stop stored, taken once (a crash after this start leaves none: the next one sums the entries)
+    const totals = await this.meta.get(USAGE_TOTALS_KEY)
+    if (totals !== undefined) await this.meta.del(USAGE_TOTALS_KEY, { sync: true } as object)
+    if (totals !== undefined && this.usage.restore(totals)) {
+      this.usageLoaded = { entries: 0, accounts: Object.keys((totals as UsageTotals).accounts).length, ms: Math.round(performance.now() - loading), from: 'clean_stop' }
+    } else {
+      this.usageLoaded = { ...(await this.usage.load()), ms: Math.round(performance.now() - loading), from: 'scan' }
+    }
     this.retention.start()
     this.started = true
   }
 
-  /** How many usage entries and accounts the last start summed, and how long it took (ms). */
-  usageLoaded: { entries: number; accounts: number; ms: number } | undefined
+  /**
+   * How the last start counted each tenant's storage: from the totals of a clean stop, or by
+   * summing the usage entries (how many, how long in ms).
+   */
+  usageLoaded: { entries: number; accounts: number; ms: number; from: 'clean_stop' | 'scan' } | undefined
 
-  /** Writes the execution records still waiting, then closes the database. */
+  /**
+   * Writes the execution records still waiting and the usage totals (the next start takes them
+   * instead of summing the entries), then closes the database.
+   */
   async stop(): Promise<void> {
     if (!this.started) return
     this.started = false
     this.retention.stop()
     try {
       await this.executionLog.flush()
+      // saves the next start a scan; a disk that refuses it costs that scan, nothing else
+      await this.meta.put(USAGE_TOTALS_KEY, this.usage.totals(), { sync: true } as object).catch(() => undefined)
     } finally {
       await this.db.close()
     }
@@ -652,6 +669,8 @@ export class CatalogStore {
       for (const entry of this.itemUsageOps([item], [0], false).ops) await add(entry)
     }
     await flush()
+    // totals stored by a stop before this build are not this build's: the entries are summed
+    await this.meta.del(USAGE_TOTALS_KEY)
     await this.meta.put(USAGE_FORMAT_KEY, USAGE_FORMAT, { sync: true } as object)
   }
 

@@ -19,9 +19,9 @@ import type { JsonSublevel } from './group-commit.js'
  * - `f` function versions (source, manifest, lockfile, texts), `l` ledger entries, `b` branch heads,
  *   `k` API key records (a new key is refused past the quota, a revocation never).
  * An entry is written and deleted in the same LevelDB batch as its item (execution records in the
- * group commit's batches), so what is on disk always adds up; at start the entries are summed (a
- * scan of small entries, bounded by retention: ~100 bytes per execution record, see
- * docs/tenant-isolation/storage.md for the measured time). Not counted: audit entries (the node's
+ * group commit's batches), so what is on disk always adds up. A clean stop stores the totals, which
+ * the next start takes (and removes); after a crash (no totals) the entries are summed, a scan of
+ * small entries bounded by retention (docs/tenant-isolation/storage.md has the measured time). Not counted: audit entries (the node's
  * record of what callers did, refusals included: never refused, bounded by rate limits and
  * `audit.retention_days`), usage statistics (one small entry per function version), the
  * replication log's copy of a change, the digest index.
@@ -74,6 +74,11 @@ export interface TenantUsageComponents {
   entries: JsonSublevel
   /** where `svc_tenant_storage_bytes` and the refusal counter are registered (absent: nowhere) */
   metrics?: { registry: Registry } | undefined
+}
+
+/** Every account's bytes and execution records, as stored at a clean stop. */
+export interface UsageTotals {
+  accounts: Record<string, [bytes: number, records: number]>
 }
 
 /** Space set aside for a write acknowledged before it is stored (see `reserve`). */
@@ -144,10 +149,29 @@ export class TenantUsage {
       entries++
       const colon = key.indexOf(':')
       if (colon <= 0) continue
-      const account = key.slice(0, colon)
-      this.add(account, bytesOf(value), key.startsWith(':x:', colon) ? 1 : 0)
+      this.add(key.slice(0, colon), bytesOf(value), key.startsWith(':x:', colon) ? 1 : 0)
     }
     return { entries, accounts: this.bytes.size }
+  }
+
+  /** The totals, to be stored at a clean stop and taken at the next start instead of `load` (see CatalogStore). */
+  totals(): UsageTotals {
+    const accounts: UsageTotals['accounts'] = {}
+    for (const [account, bytes] of this.bytes) accounts[account] = [bytes, this.records.get(account) ?? 0]
+    for (const [account, records] of this.records) accounts[account] ??= [0, records]
+    return { accounts }
+  }
+
+  /** Takes totals stored at a clean stop; false when they are malformed (then `load`). */
+  restore(totals: unknown): boolean {
+    const accounts = (totals as UsageTotals | undefined)?.accounts
+    if (typeof accounts !== 'object' || accounts === null) return false
+    const entries = Object.entries(accounts)
+    if (!entries.every(([, v]) => Array.isArray(v) && v.length === 2 && v.every((n) => Number.isSafeInteger(n) && n >= 0))) return false
+    this.bytes.clear()
+    this.records.clear()
+    for (const [account, [bytes, records]] of entries) this.add(account, bytes, records)
+    return true
   }
 
   /** Bytes an account stores (and holds reserved). */
