@@ -53,6 +53,8 @@ export interface StopReport {
  * shorter grace), however long in-flight requests take: requests still running then are cut.
  */
 const STORAGE_SHARE_MS = 2000
+/** The engine's stop (the storage's flush and close) gets at least this long, even with a shorter grace. */
+const MIN_STORAGE_MS = 250
 /** After a stop out of time, closing LevelDB (which releases its lock) is given this long. */
 const CLOSE_AFTER_TIMEOUT_MS = 250
 
@@ -277,7 +279,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     const leaving = federation?.stop().catch((err: unknown) => logger.warn({ err }, 'federation stop failed'))
     federation = undefined
     if (leaving) await step('federation', leaving, doorsBy)
-    const stopped = await step('engine', engine.stop(), deadline)
+    const stopped = await step('engine', engine.stop(), Math.max(deadline, started + MIN_STORAGE_MS))
     const unwritten = { execution_records: 0, statistics: 0, audit_entries: 0, receipts: 0, other: 0 }
     if (stopped !== 'done') {
       // count what waits, give it up, and close LevelDB if it can be done at once
