@@ -7,6 +7,9 @@ const port = (value: string): number => {
   return n
 }
 
+/** How long past the shutdown grace a stop may take before the process exits anyway (exit code 9). */
+const STOP_WATCHDOG_MARGIN_MS = 1000
+
 /** `start`: runs a node in the foreground until SIGINT/SIGTERM. */
 export function startCommand(): Command {
   return new Command('start')
@@ -64,8 +67,18 @@ export function startCommand(): Command {
         }
         stopping = true
         logger.info({ signal }, 'shutdown requested')
+        // the stop bounds each of its steps by the grace; this is the last resort should one not be
+        const watchdog = setTimeout(() => {
+          logger.error({ grace_ms: config.server.shutdown_grace_ms }, 'stop incomplete: the stop did not end within the shutdown grace; exiting')
+          logger.flush?.()
+          process.exit(EXIT_CODES.stop_incomplete)
+        }, config.server.shutdown_grace_ms + STOP_WATCHDOG_MARGIN_MS)
+        watchdog.unref()
         daemon.stop().then(
-          () => process.exit(EXIT_CODES.stopped),
+          (report) => {
+            logger.flush?.()
+            process.exit(report.complete ? EXIT_CODES.stopped : EXIT_CODES.stop_incomplete)
+          },
           (err: unknown) => {
             logger.error({ err }, 'shutdown failed')
             process.exit(EXIT_CODES.failed)

@@ -72,6 +72,7 @@ export const configSchema = z.object({
   storage: z.object({
     min_free_mb: z.number().int().min(0),
     check_interval_ms: z.number().int().min(100).max(600_000),
+    tenant_quota_mb: z.number().int().min(0),
   }).strict(),
   log: z.object({
     level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -129,8 +130,14 @@ export const configSchema = z.object({
       weights: z.record(tenant, z.number().positive().max(1_000_000)),
     }).strict(),
     max_log_bytes: z.number().int().min(0),
+    max_result_bytes: z.number().int().min(0),
     kill_grace_ms: z.number().int().min(0),
     record_flush_ms: z.number().int().min(0).max(1000),
+    records: z.object({
+      retention_days: z.number().int().min(0),
+      max_per_tenant: z.number().int().min(0),
+      sweep_interval_ms: z.number().int().min(1000),
+    }).strict(),
     os_isolation: z.enum(OS_ISOLATION_MODES),
     result_cache: z.object({
       max_entries: z.number().int().min(0),

@@ -29,8 +29,47 @@ export interface Daemon {
   /** host:port of the gRPC door, when enabled */
   readonly grpcAddress: string | undefined
   start(): Promise<void>
-  /** Stops taking requests, lets in-flight ones finish (up to the grace period), closes storage. */
-  stop(): Promise<void>
+  /**
+   * Stops taking requests, lets in-flight ones finish, writes what waits and closes storage, all
+   * within `server.shutdown_grace_ms` whatever the state of the disk; resolves with what it could
+   * not do (never rejects). A second call returns the same stop.
+   */
+  stop(): Promise<StopReport>
+}
+
+/** What a stop could not do within the grace (`server.shutdown_grace_ms`). */
+export interface StopReport {
+  /** storage flushed and closed within the grace: nothing acknowledged was lost */
+  complete: boolean
+  /** the steps that did not finish within their share of the grace (`doors`, `http`, `federation`, `engine`) */
+  unfinished: string[]
+  /** records acknowledged and never written (all 0 when complete) */
+  unwritten: { execution_records: number; statistics: number; audit_entries: number; receipts: number; other: number }
+  /** how long the stop took (ms) */
+  ms: number
+}
+
+/**
+ * Of the shutdown grace, the storage's flush and close get at least this much (or a quarter of a
+ * shorter grace), however long in-flight requests take: requests still running then are cut.
+ */
+const STORAGE_SHARE_MS = 2000
+/** The engine's stop (the storage's flush and close) gets at least this long, even with a shorter grace. */
+const MIN_STORAGE_MS = 250
+/** After a stop out of time, closing LevelDB (which releases its lock) is given this long. */
+const CLOSE_AFTER_TIMEOUT_MS = 250
+
+/** How a piece of work ended by a deadline: finished, failed, or still running. */
+async function settleBy(work: Promise<unknown>, deadline: number): Promise<'done' | 'failed' | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<'timeout'>((resolveTimeout) => {
+    timer = setTimeout(() => resolveTimeout('timeout'), Math.max(0, deadline - Date.now()))
+  })
+  try {
+    return await Promise.race([work.then(() => 'done' as const, () => 'failed' as const), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 export interface DaemonComponents {
@@ -86,8 +125,20 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     else storageLogger.error({ storage: state }, 'disk full: writes are refused with 1010 until space returns; reads go on')
   })
   const db = nodeDatabase as unknown as LevelDatabase
-  const store = createCatalogStore({ db }, { executionFlushMs: config.execution.record_flush_ms })
   const metrics = createMetrics({ defaultMetrics: true })
+  const records = config.execution.records
+  const store = createCatalogStore(
+    {
+      db,
+      metrics,
+      onSwept: (swept) => storageLogger.info({ swept }, `retention removed ${swept.records} execution records (${swept.bytes} bytes), ${swept.receipts} receipts`),
+    },
+    {
+      executionFlushMs: config.execution.record_flush_ms,
+      tenantQuotaBytes: config.storage.tenant_quota_mb * 2 ** 20,
+      retention: { retentionDays: records.retention_days, maxPerTenant: records.max_per_tenant, sweepIntervalMs: records.sweep_interval_ms },
+    },
+  )
   const events = new EventBus()
   const x = config.execution
   // wheels fetched from federation peers (each checked against its pin's sha256), beside the wheelhouse
@@ -132,6 +183,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
           maxResultBytes: x.result_cache.max_result_bytes,
           maxBytesPerTenant: x.result_cache.max_bytes_per_tenant,
         },
+        maxResultBytes: x.max_result_bytes,
       },
       auth: authInitOf(config),
       rateLimits: {
@@ -202,6 +254,71 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
   let server: Server | undefined
   let federation: DaemonFederation | undefined
   let url = ''
+  let stopping: Promise<StopReport> | undefined
+
+  /**
+   * The stop, every step bounded by the grace: the doors, in-flight requests and the federation get
+   * it minus the storage's share; the engine (sandbox, background executions, the audit and
+   * execution records' flush, LevelDB's close) the rest. Storage that cannot write by then (a full
+   * disk: the group commit retries until space returns) is given up: what it held is counted and
+   * logged, and the report says the stop was incomplete.
+   */
+  async function stopWithin(graceMs: number): Promise<StopReport> {
+    const started = Date.now()
+    const deadline = started + graceMs
+    const doorsBy = deadline - Math.min(STORAGE_SHARE_MS, Math.floor(graceMs / 4))
+    const unfinished: string[] = []
+    const step = async (name: string, work: Promise<unknown>, by: number): Promise<'done' | 'failed' | 'timeout'> => {
+      const ended = await settleBy(work, by)
+      if (ended === 'timeout') {
+        unfinished.push(name)
+        logger.warn({ step: name, grace_ms: graceMs }, `stopping: ${name} did not finish within its share of the shutdown grace`)
+      }
+      return ended
+    }
+    draining = true
+    logger.info({ grace_ms: graceMs }, 'svc-node stopping')
+    // subscribers (/ws, GraphQL over WebSocket and SSE) get node.stopping while their sockets are
+    // open; one turn of the event loop lets the subscription streams write it before they close
+    engine.announceStopping()
+    await new Promise<void>((resolveTurn) => setImmediate(resolveTurn))
+    // open streams and sockets would otherwise hold the servers open
+    await step('doors', Promise.allSettled([...sockets.map((s) => s.close()), graphql.close(), grpc?.stop()]), doorsBy)
+    if (server) {
+      const closed = new Promise<void>((r) => server!.close(() => r()))
+      server.closeIdleConnections()
+      const timer = setTimeout(() => server?.closeAllConnections(), Math.max(0, doorsBy - Date.now()))
+      await step('http', closed, doorsBy + CLOSE_AFTER_TIMEOUT_MS)
+      clearTimeout(timer)
+    }
+    const leaving = federation?.stop().catch((err: unknown) => logger.warn({ err }, 'federation stop failed'))
+    federation = undefined
+    if (leaving) await step('federation', leaving, doorsBy)
+    const stopped = await step('engine', engine.stop(), Math.max(deadline, started + MIN_STORAGE_MS))
+    const unwritten = { execution_records: 0, statistics: 0, audit_entries: 0, receipts: 0, other: 0 }
+    if (stopped !== 'done') {
+      // count what waits, give it up, and close LevelDB if it can be done at once
+      for (const [name, n] of store.unwritten()) {
+        if (name === 'executions') unwritten.execution_records += n
+        else if (name === 'function_stats') unwritten.statistics += n
+        else if (name === 'audit') unwritten.audit_entries += n
+        else if (name === 'receipts' || name === 'receipt_certificates') unwritten.receipts += n
+        // a record's usage entry goes with it (tenant-usage.ts)
+        else if (name !== 'tenant_usage') unwritten.other += n
+      }
+      unwritten.audit_entries += engine.auditLog.unwritten()
+      const reason = new Error('the node stopped before this could be written')
+      engine.auditLog.abandon(reason)
+      store.abandonWrites(reason)
+      await settleBy(nodeDatabase.close(), Date.now() + CLOSE_AFTER_TIMEOUT_MS)
+      logger.error({ unwritten, unfinished, storage: nodeDatabase.storage, grace_ms: graceMs },
+        `stop incomplete: ${unwritten.execution_records} execution records, ${unwritten.audit_entries} audit entries and ${unwritten.statistics} ` +
+        `usage statistics could not be written within the shutdown grace (${graceMs} ms${nodeDatabase.storage.condition === 'disk_full' ? ', the disk is full' : ''}); they are lost`)
+    }
+    const report: StopReport = { complete: stopped === 'done', unfinished, unwritten, ms: Date.now() - started }
+    logger.info({ ms: report.ms, complete: report.complete }, 'svc-node stopped')
+    return report
+  }
 
   return {
     engine,
@@ -213,6 +330,12 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     },
     async start() {
       await engine.start()
+      const usage = store.usageLoaded
+      if (usage) {
+        storageLogger.info({ tenant_usage: usage }, usage.from === 'scan'
+          ? `tenant storage: ${usage.entries} usage entries of ${usage.accounts} tenants summed in ${usage.ms} ms`
+          : `tenant storage: the totals of ${usage.accounts} tenants taken from the last clean stop`)
+      }
       // every execution's receipt is signed with the node's libp2p key (docs/receipts.md)
       engine.useReceiptSigner(await loadNodeReceiptSigner(config.federation, config.data_dir))
       nodeDatabase.watchStorage()
@@ -270,27 +393,9 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       engine.announceStarted({ version: VERSION })
       logger.info({ url, grpc: grpcUrl ?? null, data_dir: config.data_dir, peer_id: federation?.peerId ?? null, p2p: federation?.multiaddrs ?? [] }, 'svc-node listening')
     },
-    async stop() {
-      if (draining) return
-      draining = true
-      logger.info({ grace_ms: config.server.shutdown_grace_ms }, 'svc-node stopping')
-      // subscribers (/ws, GraphQL over WebSocket and SSE) get node.stopping while their sockets are
-      // open; one turn of the event loop lets the subscription streams write it before they close
-      engine.announceStopping()
-      await new Promise<void>((resolveTurn) => setImmediate(resolveTurn))
-      // open streams and sockets would otherwise hold the servers open
-      await Promise.allSettled([...sockets.map((s) => s.close()), graphql.close(), grpc?.stop()])
-      if (server) {
-        const closed = new Promise<void>((r) => server!.close(() => r()))
-        server.closeIdleConnections()
-        const timer = setTimeout(() => server?.closeAllConnections(), config.server.shutdown_grace_ms)
-        await closed
-        clearTimeout(timer)
-      }
-      await federation?.stop().catch((err: unknown) => logger.warn({ err }, 'federation stop failed'))
-      federation = undefined
-      await engine.stop()
-      logger.info('svc-node stopped')
+    stop() {
+      stopping ??= stopWithin(config.server.shutdown_grace_ms)
+      return stopping
     },
   }
 }

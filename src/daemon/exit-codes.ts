@@ -23,6 +23,12 @@ export const EXIT_CODES = {
   disk_full: 7,
   /** execution.os_isolation is `required` and no OS wall for the sandbox workers works on this host */
   sandbox_isolation_unavailable: 8,
+  /**
+   * stopped on SIGINT/SIGTERM at the end of its shutdown grace (server.shutdown_grace_ms) without
+   * writing everything (typically a full disk): the `stop incomplete` log line counts the execution
+   * records, audit entries and statistics lost. A restart is safe (not in the list above)
+   */
+  stop_incomplete: 9,
 } as const
 
 export type ExitReason = keyof typeof EXIT_CODES

@@ -32,6 +32,7 @@ import type { ReceiptSigner } from '../core/receipt.js'
 import type { Readable } from 'node:stream'
 import { backupStream, requireOperator } from './storage/backup.js'
 import { DATA_FORMAT_VERSION } from './storage/catalog-store.js'
+import type { AccountStorage } from './storage/tenant-usage.js'
 
 export interface EngineAuthInit {
   /**
@@ -120,6 +121,8 @@ export interface Engine {
   telemetry(principal: Principal, target: FunctionTarget, window: string): Promise<FunctionTelemetry>
   /** the same over a window cut into `buckets` equal buckets, for charts */
   telemetrySeries(principal: Principal, target: FunctionTarget, window: string, buckets: number): Promise<TelemetrySeries>
+  /** what the principal's account (the root of its tenant's namespaces) stores on this node, and its quota */
+  tenantStorage(principal: Principal): AccountStorage
   start(): Promise<void>
   /**
    * Publishes `node.started`: call it once the node's doors listen (before that nobody can be
@@ -156,7 +159,8 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
   const executions = new ExecutionService(init.execution, {
     registry: functions, store, sandbox, metrics, events, wheels, receipts, federation: () => federation.port,
   })
-  const keys = new ApiKeyService(init.auth.keys, init.auth.mode === 'standard' ? createLevelKeyStorage(db) : createMemoryKeyStorage())
+  // keys count in their tenant's storage (a new one is refused past its quota)
+  const keys = new ApiKeyService(init.auth.keys, init.auth.mode === 'standard' ? createLevelKeyStorage(db, store) : createMemoryKeyStorage())
   const authenticator: Authenticator = init.auth.mode === 'none'
     ? createLocalAuthenticator({ defaultTenant: init.auth.defaultTenant })
     : createCredentialAuthenticator(
@@ -221,6 +225,9 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     },
     telemetrySeries(principal, target, window, buckets) {
       return functionTelemetrySeries(principal, target, window, buckets, { store, functions })
+    },
+    tenantStorage(principal) {
+      return store.storageOf(principal.tenant_id)
     },
     start() {
       starting ??= (async () => {

@@ -40,5 +40,7 @@ export {
 export { DataFormatMismatch, StorageCorrupted } from './storage/storage-errors.js'
 export { verifyLevelDirectory, type LevelFileProblem } from './storage/leveldb-files.js'
 export { NodeDatabase, type NodeDatabaseInit, type StorageCondition, type StorageState } from './storage/node-database.js'
+export { accountOf, type AccountStorage } from './storage/tenant-usage.js'
+export type { ExecutionRetentionInit, SweepResult } from './storage/execution-retention.js'
 export { BACKUP_FORMAT, BACKUP_VERSION, readBackup, requireOperator, type BackupHeader, type BackupRecord } from './storage/backup.js'
 export { checkCatalog, type CatalogCheckReport, type CheckProblem, type CheckProblemKind } from './storage/catalog-check.js'

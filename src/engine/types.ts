@@ -16,12 +16,6 @@ export interface Principal {
   method: string
   key_id?: string
   /**
-   * The tenant whose credential this is, when `tenant_id` is one of its child namespaces
-   * (`X-Svc-Namespace: acme.n1` narrows `acme` to `acme.n1`): what the namespaces share, such as
-   * the sandbox's fair share and quotas. Absent: `tenant_id` itself.
-   */
-  root_tenant_id?: string
-  /**
    * When the credential stops being valid, in ms since the epoch: an API key's `expires_at`, a
    * JWT's `exp` (plus the clock tolerance the verifier allows), a client certificate's notAfter.
    * Absent: it does not expire. Streams the credential opened end then (auth/credential-streams.ts).
@@ -29,9 +23,20 @@ export interface Principal {
   expires_at?: number
 }
 
-/** The tenant a principal's use of shared resources is charged to (its child namespaces count against it). */
+/**
+ * The root tenant of a tenant id: the part before the first dot. A credential of tenant `acme` may
+ * act in any namespace `acme.…` (X-Svc-Namespace), and a key minted there belongs to `acme.team1`,
+ * so what the namespaces of a tenant share — the sandbox's fair share, warm capacity, storage
+ * quota — is charged to the root: spreading calls or keys over namespaces escapes nothing.
+ */
+export function tenantRoot(tenantId: string): string {
+  const dot = tenantId.indexOf('.')
+  return dot < 0 ? tenantId : tenantId.slice(0, dot)
+}
+
+/** The tenant a principal's use of shared resources is charged to (see `tenantRoot`). */
 export function rootTenantOf(principal: Principal): string {
-  return principal.root_tenant_id ?? principal.tenant_id
+  return tenantRoot(principal.tenant_id)
 }
 
 export interface ManifestSnapshot {

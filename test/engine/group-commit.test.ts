@@ -208,7 +208,7 @@ describe('the catalog store and the audit log group-commit', () => {
     await store.putExecution(record('ex_1'), { usage_count: 1, success_count: 1, total_execution_time_ms: 1 })
     const entry = await audit.record({ operation: 'rufid.execute', rufid: null, user: 'u', tenant: 'acme', ip: '127.0.0.1', result: 'success', duration_ms: 1 })
     await audit.flush()
-    expect(batches).toEqual([3]) // the record, its function's statistics and the audit entry
+    expect(batches).toEqual([4]) // the record, its usage entry (tenant storage), its function's statistics and the audit entry
     expect(await db.sublevel<string, unknown>('audit', { valueEncoding: 'json' }).get(entry.id)).toMatchObject({ operation: 'rufid.execute' })
     expect(await db.sublevel<string, unknown>('executions', { valueEncoding: 'json' }).get('ex_1')).toMatchObject({ execution_id: 'ex_1' })
     await audit.stop()

@@ -77,7 +77,7 @@ export function restRoutes(init: RestApiInit, components: RestApiComponents, ope
     ...federationRoutes(engine),
     // the reads the operator console stands on (clients use them too)
     ...nodeInfoRoutes(engine, init.node, { isDraining: components.isDraining, isJoining: components.isJoining }),
-    ...whoamiRoutes(),
+    ...whoamiRoutes(engine),
     ...functionSourceRoutes(engine),
     ...signatureRoutes(),
     ...telemetrySeriesRoutes(engine),

@@ -108,11 +108,33 @@ export class AuditLog {
   private refusalTimer: NodeJS.Timeout | undefined
   private flushing: Promise<void> = Promise.resolve()
   private readonly log: GroupCommit
+  /** whether `log` is this log's own (not shared with the execution records) */
+  private readonly ownLog: boolean
 
   /** `groupCommit`: one shared with other records of `db` (the catalog store's), else its own */
   constructor(private readonly init: AuditLogInit, components: { db: LevelDatabase; groupCommit?: GroupCommit }) {
     this.entries = components.db.sublevel<string, AuditEntry>('audit', { valueEncoding: 'json' }) as unknown as Sub
     this.log = components.groupCommit ?? new GroupCommit({ flushMs: init.flushMs ?? DEFAULT_AUDIT_FLUSH_MS }, components)
+    this.ownLog = components.groupCommit === undefined
+  }
+
+  /**
+   * Entries recorded and not written yet: waiting in this log's own group commit (a shared one is
+   * counted by its owner) and rate-limit summaries not yet recorded. What a stop would lose.
+   */
+  unwritten(): number {
+    let n = 0
+    for (const p of this.refusals.values()) if (p.count > 0) n++
+    if (this.ownLog) for (const count of this.log.unwritten().values()) n += count
+    return n
+  }
+
+  /** A stop out of time: the waiting entries are given up (see GroupCommit.abandon). Count `unwritten()` first. */
+  abandon(reason: Error): void {
+    if (this.refusalTimer) clearTimeout(this.refusalTimer)
+    this.refusalTimer = undefined
+    this.refusals.clear()
+    if (this.ownLog) this.log.abandon(reason)
   }
 
   async start(): Promise<void> {

@@ -88,7 +88,7 @@ export function narrow(principal: Principal, namespace: string | undefined): Pri
       details: { namespace, tenant_id: principal.tenant_id },
     })
   }
-  return { ...principal, tenant_id: namespace, root_tenant_id: principal.root_tenant_id ?? principal.tenant_id }
+  return { ...principal, tenant_id: namespace }
 }
 
 /** `CN=a,O=b` or Node's multi-line `CN=a\nO=b` into fields. */

@@ -18,11 +18,7 @@ export function createLocalAuthenticator(init: { defaultTenant: string }): Authe
           { pointer: '/headers/x-svc-namespace', message: 'malformed namespace' },
         ])
       }
-      const principal: Principal = { tenant_id: tenant, user: `local@${tenant}`, permissions: LOCAL_PERMISSIONS, method: 'anonymous' }
-      // without credentials a namespace's first segment is its tenant (acme.n1 shares acme's fair share)
-      const root = tenant.split('.')[0]
-      if (root !== undefined && root !== '' && root !== tenant) principal.root_tenant_id = root
-      return principal
+      return { tenant_id: tenant, user: `local@${tenant}`, permissions: LOCAL_PERMISSIONS, method: 'anonymous' }
     },
   }
 }

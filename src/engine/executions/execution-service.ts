@@ -6,6 +6,7 @@ import { timeOrderedId } from '../ids.js'
 import type { SvcMetrics } from '../metrics.js'
 import { fullRufidOf, type FunctionRegistry, type FunctionTarget } from '../registry/function-registry.js'
 import type { CatalogStore } from '../storage/catalog-store.js'
+import type { Reservation } from '../storage/tenant-usage.js'
 import type { ExecutionLimits, PipPin, Sandbox, SandboxOutcome } from '../sandbox/index.js'
 import { sandboxFamilyOf } from '../sandbox/languages.js'
 import { failedOutcome } from '../sandbox/outcome.js'
@@ -25,6 +26,12 @@ export interface ExecutionServiceInit {
   max: LimitValues
   /** the result cache of deterministic functions (default RESULT_CACHE_DEFAULTS) */
   resultCache?: ResultCacheInit
+  /**
+   * The largest result a call may return (UTF-8 bytes of its JSON): a larger one is 1007 with
+   * `details.limit: 'result_size'`, checked in the sandbox worker, and the record keeps the error,
+   * not the result. Absent or 0: no limit.
+   */
+  maxResultBytes?: number
 }
 
 /** What the execution service needs of a sandbox (see `engine/sandbox`). */
@@ -52,6 +59,11 @@ interface RunOptions {
 }
 
 const EXECUTION_ID = /^ex_[0-9A-HJKMNP-TV-Z]{26}$/
+/**
+ * What a record takes besides its result and logs (ids, times, measurements, the receipt's
+ * reference), for the tenant-quota check before a call runs and the space a cached answer sets aside.
+ */
+const RECORD_OVERHEAD_BYTES = 1024
 /** cached answers whose bookkeeping may wait for the event loop's turn at once (a caller that never yields runs it sooner) */
 const MAX_BOOKKEEPING_WAITING = 256
 
@@ -123,10 +135,11 @@ export class ExecutionService {
       await this.callOnce(principal, fn, normalizedArgs, queued.execution_id)
     })().catch(async (err: unknown) => {
       const e = err instanceof SvcError ? err : new SvcError('INTERNAL_ERROR', 'execution could not run')
+      // the final status of an accepted execution is stored, even past the tenant's quota (it is small)
       await this.c.store.putExecution({
         ...queued, status: 'error', finished_at: new Date().toISOString(),
         error: { code: e.code, name: e.name, message: e.message, details: e.details },
-      }).catch(() => undefined)
+      }, undefined, undefined, { overQuota: true }).catch(() => undefined)
     })
     this.background.add(task)
     void task.finally(() => this.background.delete(task))
@@ -206,14 +219,20 @@ export class ExecutionService {
     const argsDigest = fields.arguments_digest
     const started = performance.now()
     const started_at = new Date().toISOString()
-    const held = this.trustedEntry(this.results.get(key)) ?? await this.inflight.get(key)?.catch(() => undefined)
+    // no await unless a call is in flight: `await undefined` yields, and identical calls that
+    // arrived together each found no call in flight and ran
+    const stored = this.trustedEntry(this.results.get(key))
+    const pending = stored === undefined ? this.inflight.get(key) : undefined
+    const held = stored ?? (pending === undefined ? undefined : await pending.catch(() => undefined))
     if (held !== undefined) return this.answerFromCache(principal, fn, held, 'hit', started, started_at, id)
 
     let settle!: (entry: CachedResult | undefined) => void
     this.inflight.set(key, new Promise((r) => { settle = r }))
     try {
       const federation = this.c.federation?.()
-      const remote = federation?.findResult ? await federation.findResult({ ...fields, key, rufid: fullRufidOf(fn), args }).catch(() => undefined) : undefined
+      const found = federation?.findResult ? await federation.findResult({ ...fields, key, rufid: fullRufidOf(fn), args }).catch(() => undefined) : undefined
+      // a member's result larger than this node keeps is not answered from: the call runs here (and fails the same way)
+      const remote = found !== undefined && this.admitsResult(found.resultBytes) ? found : undefined
       if (remote !== undefined && !remote.reexecute) {
         const entry: CachedResult = { ...fields, result: remote.result, resultBytes: remote.resultBytes, receipts: remote.receipts, source: 'remote' }
         this.results.put(key, entry, rootTenantOf(principal))
@@ -239,9 +258,17 @@ export class ExecutionService {
     }
   }
 
+  /** Whether a result of this size (its JSON's bytes) is within `maxResultBytes`. */
+  private admitsResult(resultBytes: number): boolean {
+    const max = this.init.maxResultBytes
+    return max === undefined || max <= 0 || resultBytes <= max
+  }
+
   /** A stored entry this node answers from: its own or accepted results; an offered one only under its trust policy. */
   private trustedEntry(entry: CachedResult | undefined): CachedResult | undefined {
-    if (entry === undefined || entry.source !== 'offered') return entry
+    if (entry === undefined) return undefined
+    if (!this.admitsResult(entry.resultBytes)) return undefined
+    if (entry.source !== 'offered') return entry
     return this.c.federation?.()?.acceptsResult?.(entry) === true ? entry : undefined
   }
 
@@ -267,7 +294,13 @@ export class ExecutionService {
     // goes first and the bookkeeping right after it (a fifth of a hit's time on the request's
     // path, measured); refused now, as `putExecution` would, when the node cannot write
     const answerFirst = store.executionsQueued
-    if (answerFirst) store.assertExecutionsWritable()
+    // answered before its record is stored: the record's space is set aside now (1005 tenant_quota
+    // when it does not fit), so that the answers given meanwhile count it
+    let reservation: Reservation | undefined
+    if (answerFirst) {
+      store.assertExecutionsWritable()
+      reservation = store.reserveExecution(fn.tenant_id, entry.resultBytes + RECORD_OVERHEAD_BYTES)
+    }
     this.countLookup(how)
     const receipt = entry.receipts[0] ?? null
     const record = this.newRecord(principal, fn, id ?? timeOrderedId('ex_'), 'success', started_at)
@@ -283,7 +316,7 @@ export class ExecutionService {
     // refers to it by this digest; the event carries it)
     if (receipt !== null) entry.receiptDigest ??= receiptDigest(receipt)
     const digest = entry.receiptDigest
-    const keep = (): Promise<void> => store.putExecution(record, this.recordUsage(record, stats), digest)
+    const keep = (): Promise<void> => store.putExecution(record, this.recordUsage(record, stats), digest, reservation === undefined ? {} : { reservation })
     if (!answerFirst) {
       return keep().then(() => {
         this.publish(fn, record, digest)
@@ -323,6 +356,8 @@ export class ExecutionService {
     const language = fn.language.toLowerCase()
     const pins = pipPinsOf(fn)
     const limits = this.limitsFor(fn)
+    // its record is stored after it ran: a tenant at its storage quota is refused before (1005 tenant_quota)
+    this.c.store.assertTenantCanStore(fn.tenant_id, RECORD_OVERHEAD_BYTES)
     const refused = pins.length > 0 ? await this.provideWheels(pins) : undefined
     const outcome = refused ?? await this.c.sandbox.execute({
       key: `${fn.tenant_id}/${fn.rufid_short}/v${fn.version}`,
@@ -336,6 +371,7 @@ export class ExecutionService {
       signature: fn.signature,
       args,
       limits,
+      ...(this.init.maxResultBytes !== undefined && this.init.maxResultBytes > 0 ? { maxResultBytes: this.init.maxResultBytes } : {}),
       // the lockfile's exact pip pins (Python installs exactly these from the node's wheelhouse)
       dependencies: { pip: pins },
       ...(options.deterministic ? { deterministic: { seed: options.argsDigest ?? fn.content_digest } } : {}),
@@ -354,12 +390,25 @@ export class ExecutionService {
       record.error = { code: err.code, name: err.name, message: err.message, details: err.details }
     }
     record.receipt = await this.receipts.issue(record, fn, options.argsDigest, limits).catch(() => null)
-    // group-committed: readable at once, written within the store's flush period (see CatalogStore)
-    await this.c.store.putExecution(record, this.recordUsage(record, this.stats.get(statsKey(fn)) ?? await this.loadStats(fn)))
-    this.c.metrics.functionExecutions.inc({ language, status })
+    const stats = this.stats.get(statsKey(fn)) ?? await this.loadStats(fn)
+    let refusal: SvcError | undefined
+    try {
+      // group-committed: readable at once, written within the store's flush period (see CatalogStore)
+      await this.c.store.putExecution(record, this.recordUsage(record, stats))
+    } catch (err) {
+      if (!isTenantQuotaRefusal(err)) throw err
+      // the record (its result, its logs) would take the tenant past its quota: what is stored is
+      // the refusal, small, so that no call runs unrecorded
+      refusal = new SvcError(err.name, err.message, { details: { ...err.details, execution_id }, retryAfterSeconds: err.retryAfterSeconds })
+      if (record.status === 'success') stats.success_count--
+      refusedRecord(record, refusal)
+      await this.c.store.putExecution(record, { ...stats }, undefined, { overQuota: true })
+    }
+    this.c.metrics.functionExecutions.inc({ language, status: record.status })
     this.c.metrics.functionExecutionDuration.observe({ language }, outcome.wallTimeMs / 1000)
     if (record.error) this.c.metrics.functionErrors.inc({ code: String(record.error.code) })
     this.publish(fn, record)
+    if (refusal !== undefined) throw refusal
     return record
   }
 
@@ -427,6 +476,20 @@ export class ExecutionService {
       cpuMs: pick(fn.limits.cpu_ms, defaults.cpuMs, max.cpuMs),
     }
   }
+}
+
+/** A write refused because the tenant is at its storage quota (tenant-usage.ts). */
+function isTenantQuotaRefusal(err: unknown): err is SvcError {
+  return isSvcError(err) && err.code === 1005 && err.details.reason === 'tenant_quota'
+}
+
+/** Turns a record into the small one stored for a call refused for the quota: the error, without result, logs or receipt. */
+function refusedRecord(record: ExecutionRecord, refusal: SvcError): void {
+  record.status = 'error'
+  delete record.result
+  record.logs = []
+  record.receipt = null
+  record.error = { code: refusal.code, name: refusal.name, message: refusal.message, details: refusal.details }
 }
 
 /** Named arguments (a JSON object) or a positional array; absent means no arguments. */

@@ -47,6 +47,8 @@ export interface ExecuteJob {
   missingArgs: number[]
   limits: ExecutionLimits
   maxLogBytes: number
+  /** The largest result JSON (UTF-8 bytes) the worker sends back; absent: no limit (see call-output.ts). */
+  maxResultBytes?: number
   /** Python: the checked, sorted `pip` pins of the function's lockfile (absent or empty: none). */
   pipPins?: PipPin[]
 }

@@ -43,6 +43,10 @@ export function prepareRequest(req: SandboxRequest, maxLogBytes: number, digestO
     }
   }
 
+  const maxResultBytes = req.maxResultBytes
+  if (maxResultBytes !== undefined && (typeof maxResultBytes !== 'number' || !Number.isInteger(maxResultBytes) || maxResultBytes <= 0)) {
+    throw validationFailed('maxResultBytes must be a positive integer')
+  }
   requireString(req.account, 'account', true, true)
   const scope = req.tenant ?? req.key.split('/')[0] ?? ''
   const common = {
@@ -59,6 +63,7 @@ export function prepareRequest(req: SandboxRequest, maxLogBytes: number, digestO
     functionName: req.functionName,
     limits: { timeoutMs: limits.timeoutMs, memoryMb: limits.memoryMb, cpuMs: limits.cpuMs },
     maxLogBytes,
+    ...(maxResultBytes !== undefined ? { maxResultBytes } : {}),
   }
   if (family === 'python') {
     // Python binds the arguments in the worker, against the function's own inspect.signature.

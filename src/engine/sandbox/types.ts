@@ -73,6 +73,11 @@ export interface SandboxRequest {
   args: Record<string, unknown> | unknown[]
   limits: ExecutionLimits
   /**
+   * The largest result the call may return, in UTF-8 bytes of its JSON text: a larger one is 1007
+   * (`details.limit: 'result_size'`) and never leaves the worker. Absent: no limit.
+   */
+  maxResultBytes?: number
+  /**
    * The function's lockfile dependencies. Python functions get exactly the `pip` pins, installed
    * from the node's wheelhouse (`SandboxInit.pythonWheelhouse`) before any of their code runs; a
    * pin the node cannot provide is 1007 naming `name==version`. Ignored for other languages.
@@ -99,7 +104,10 @@ export interface SandboxOutcome {
    * VALIDATION_FAILED (1006) for a source that does not compile, a missing function or bad arguments.
    */
   error?: SvcError
-  /** Captured console output, capped at `maxLogBytes`; a final `warn` line marks truncation. */
+  /**
+   * Captured console output, capped at `maxLogBytes`, counted as the lines' JSON (what a record
+   * stores: level, message and time of each line); a final `warn` line marks truncation.
+   */
   logs: LogLine[]
   wallTimeMs: number
   cpuTimeMs: number
@@ -195,7 +203,10 @@ export interface SandboxInit {
   maxWarmMbPerWorker?: number
   /** The memory one tenant's warm isolates may hold in one worker (MB; 0 or absent: only the shared bounds). */
   maxWarmMbPerTenant?: number
-  /** Cap on captured console output per execution, in UTF-8 bytes. */
+  /**
+   * Cap on captured console output per execution, in UTF-8 bytes: of the messages as they are
+   * written, and of the lines' JSON as a record stores them (call-output.ts).
+   */
   maxLogBytes: number
   /**
    * Calls that may wait for a worker, over all tenants. When it is reached, the tenant holding the

@@ -15,6 +15,7 @@ import {
   type WorkerConfig,
   type WorkerMessage,
 } from './ipc.js'
+import { boundCallOutput } from './call-output.js'
 import { JsRuntime } from './js-runtime.js'
 import { PythonRuntime } from './python-runtime.js'
 import type { LanguageRuntime } from './runtime.js'
@@ -123,7 +124,8 @@ async function execute(id: number, job: ExecuteJob, timed: boolean): Promise<voi
   } finally {
     busy = false
   }
-  sendResult(id, outcome, received)
+  // the result's size and the logs' stored size are bounded before anything crosses the pipe
+  sendResult(id, boundCallOutput(outcome, job), received)
   // the answer is on its way: a runtime may prepare for the next call now (unless one arrived)
   setImmediate(() => {
     if (!busy) for (const r of runtimes.values()) r.idle?.()

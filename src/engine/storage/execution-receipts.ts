@@ -22,6 +22,19 @@ type StoredReceipt = Omit<Receipt, 'certificate'> & { certificate: { sha256: str
 /** An execution record as stored: the receipt by reference, or inline (records written before). */
 export type StoredExecutionRecord = Omit<ExecutionRecord, 'receipt'> & { receipt?: Receipt | null; receipt_ref?: string }
 
+/** What `split` makes of a record (see there). */
+export interface SplitRecord {
+  value: StoredExecutionRecord
+  puts: QueuedPut[]
+  /** the digest of the receipt the record refers to, and the reference of its certificate (null: none) */
+  receiptRef: string | null
+  certificateRef: string | null
+  /** marks the receipt (and certificate) written: call it once the puts are queued */
+  remember(): void
+}
+
+const noop = (): void => undefined
+
 /** Receipt digests this store wrote or queued (a receipt already there is not written again). */
 const RECEIPTS_REMEMBERED = 16_384
 /** Certificates whose reference is known (a node signs with one; members' receipts bring theirs). */
@@ -49,26 +62,53 @@ export class ExecutionReceipts {
    * What to store for `record`: the record with its receipt by reference, and the puts of the
    * receipt and its certificate when this store has not written them yet. `digest`: the
    * receipt's digest when the caller knows it (else computed; free for a receipt signed here).
+   * Nothing is remembered until `remember()` is called, once the puts are queued (a write refused
+   * before, by a quota, must not leave the receipt taken for written).
    */
-  split(record: ExecutionRecord, digest?: string): { value: StoredExecutionRecord; puts: QueuedPut[] } {
+  split(record: ExecutionRecord, digest?: string): SplitRecord {
     const receipt = record.receipt
-    if (receipt === undefined || receipt === null) return { value: record, puts: [] }
+    if (receipt === undefined || receipt === null) return { value: record, puts: [], receiptRef: null, certificateRef: null, remember: noop }
     const ref = digest ?? receiptDigest(receipt)
     const value = withoutReceipt(record)
     value.receipt_ref = ref
-    if (this.written.touch(ref) !== undefined) return { value, puts: [] }
+    const knownCertificate = this.certificateRefs.touch(receipt.certificate)
+    const certificateRef = knownCertificate ?? sha256Hex(receipt.certificate)
+    if (this.written.touch(ref) !== undefined) return { value, puts: [], receiptRef: ref, certificateRef, remember: noop }
     const puts: QueuedPut[] = []
-    let certificateRef = this.certificateRefs.touch(receipt.certificate)
-    if (certificateRef === undefined) {
-      certificateRef = sha256Hex(receipt.certificate)
-      puts.push({ sublevel: this.c.certificates, key: certificateRef, value: receipt.certificate })
-      this.certificateRefs.put(receipt.certificate, certificateRef)
-      this.certificatePems.put(certificateRef, receipt.certificate)
-    }
+    if (knownCertificate === undefined) puts.push({ sublevel: this.c.certificates, key: certificateRef, value: receipt.certificate })
     const stored: StoredReceipt = { ...receipt, certificate: { sha256: certificateRef } }
     puts.push({ sublevel: this.c.receipts, key: ref, value: stored })
-    this.written.put(ref, true)
-    return { value, puts }
+    const remember = (): void => {
+      if (knownCertificate === undefined) {
+        this.certificateRefs.put(receipt.certificate, certificateRef)
+        this.certificatePems.put(certificateRef, receipt.certificate)
+      }
+      this.written.put(ref, true)
+    }
+    return { value, puts, receiptRef: ref, certificateRef, remember }
+  }
+
+  /** Whether this store wrote or queued the receipt (since it was last forgotten). */
+  hasWritten(ref: string): boolean {
+    return this.written.has(ref)
+  }
+
+  /** Whether this store wrote or queued the certificate (since it was last forgotten). */
+  knowsCertificate(ref: string): boolean {
+    for (const pem of this.certificateRefs.keys()) if (this.certificateRefs.peek(pem) === ref) return true
+    return false
+  }
+
+  /** A receipt removed from the store (retention): the next record that carries it writes it again. */
+  forgetReceipt(ref: string): void {
+    this.written.take(ref)
+  }
+
+  /** A certificate removed from the store (retention): the next receipt that carries it writes it again. */
+  forgetCertificate(ref: string): void {
+    const pem = this.certificatePems.take(ref)
+    if (pem !== undefined) this.certificateRefs.take(pem)
+    for (const key of this.certificateRefs.keys()) if (this.certificateRefs.peek(key) === ref) this.certificateRefs.take(key)
   }
 
   /**

@@ -4,11 +4,18 @@ import type { LevelDatabase } from './catalog-store.js'
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type JsonSublevel = AbstractSublevel<LevelDatabase, any, string, any>
 
-/** One queued put. */
+/** One queued put (or, with `del`, a deletion of the key). */
 export interface QueuedPut {
   sublevel: JsonSublevel
   key: string
   value: unknown
+  /** deletes the key instead (retention): a reader sees the stored value until the batch is written */
+  del?: true
+  /**
+   * `value` as its stored JSON text, when the caller encoded it already (to measure it): written as
+   * it is instead of being encoded again. It must be `JSON.stringify(value)`.
+   */
+  encoded?: string
 }
 
 export interface GroupCommitInit {
@@ -52,6 +59,8 @@ export class GroupCommit {
   private readonly maxPending: number
   /** the error of the last failed batch, until a batch succeeds */
   lastError: unknown
+  /** set by `abandon`: nothing is written any more */
+  private abandoned: Error | undefined
 
   constructor(private readonly init: GroupCommitInit, private readonly c: { db: LevelDatabase }) {
     this.maxBatch = init.maxBatch ?? DEFAULT_MAX_BATCH
@@ -79,6 +88,7 @@ export class GroupCommit {
    * caller can answer), or when they are written (queueing off, or too many waiting).
    */
   write(puts: QueuedPut[]): Promise<void> {
+    if (this.abandoned !== undefined) return Promise.reject(this.abandoned)
     for (const put of puts) this.pending.set(slotOf(put.sublevel, put.key), put)
     if (this.init.flushMs <= 0 || this.pending.size >= this.maxPending) return this.flush()
     if (this.pending.size >= this.maxBatch) void this.flush().catch(() => undefined)
@@ -86,14 +96,49 @@ export class GroupCommit {
     return Promise.resolve()
   }
 
-  /** The queued (or being written) value of a key, if any. */
+  /** The queued (or being written) value of a key, if any (undefined for a queued deletion). */
   peek(sublevel: JsonSublevel, key: string): unknown {
     const slot = slotOf(sublevel, key)
-    return this.pending.get(slot)?.value ?? this.inflight?.get(slot)?.value
+    const put = this.pending.get(slot) ?? this.inflight?.get(slot)
+    return put?.del === true ? undefined : put?.value
+  }
+
+  /**
+   * The puts not written yet (waiting, and the batch being written; deletions aside), counted by sublevel name
+   * (`executions`, `function_stats`, `audit`, …): what a stop that cannot write would lose.
+   */
+  unwritten(): Map<string, number> {
+    const counts = new Map<string, number>()
+    const count = (slots: Map<string, QueuedPut> | undefined): void => {
+      for (const put of slots?.values() ?? []) {
+        if (put.del === true) continue
+        const name = sublevelNameOf(put.sublevel)
+        counts.set(name, (counts.get(name) ?? 0) + 1)
+      }
+    }
+    count(this.pending)
+    count(this.inflight)
+    return counts
+  }
+
+  /**
+   * Gives up on what waits (a stop whose time is up, on a disk that refuses writes): no retry is
+   * scheduled any more, waiting `flush` promises and later `write`s reject with `reason`. The
+   * batch being written, if any, still settles on its own. Count `unwritten()` first.
+   */
+  abandon(reason: Error): void {
+    this.abandoned = reason
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = undefined
+    this.pending = new Map()
+    const waiting = this.next
+    this.next = undefined
+    waiting?.reject(reason)
   }
 
   /** Writes what waits now; resolves when it (and everything queued before) is written. */
   flush(): Promise<void> {
+    if (this.abandoned !== undefined) return Promise.reject(this.abandoned)
     if (this.timer) clearTimeout(this.timer)
     this.timer = undefined
     if (this.pending.size === 0) return this.writing
@@ -116,9 +161,11 @@ export class GroupCommit {
       const puts = [...batch.values()]
       if (typeof writer.writeEncoded === 'function' && puts.every(({ sublevel }) => this.encodable(sublevel))) {
         // keys prefixed and values encoded here, as the sublevels would (utf8 keys, JSON values)
-        await writer.writeEncoded(puts.map(({ sublevel, key, value }) => ({ key: prefixOf(sublevel) + key, value: JSON.stringify(value) })), false)
+        await writer.writeEncoded(puts.map(({ sublevel, key, value, encoded, del }) => (del === true
+          ? { key: prefixOf(sublevel) + key, del }
+          : { key: prefixOf(sublevel) + key, value: encoded ?? JSON.stringify(value) })), false)
       } else {
-        const ops = puts.map(({ sublevel, key, value }) => ({ type: 'put', sublevel, key, value }))
+        const ops = puts.map(({ sublevel, key, value, del }) => (del === true ? { type: 'del', sublevel, key } : { type: 'put', sublevel, key, value }))
         await this.c.db.batch(ops as unknown as Array<AbstractBatchOperation<LevelDatabase, string, unknown>>, { sync: false } as object)
       }
       this.lastError = undefined
@@ -126,6 +173,10 @@ export class GroupCommit {
     } catch (err) {
       this.lastError = err
       // keep the batch unless a newer put of the same key replaced it, and try again later
+      if (this.abandoned !== undefined) {
+        waiting.reject(this.abandoned)
+        return
+      }
       for (const [slot, put] of batch) if (!this.pending.has(slot)) this.pending.set(slot, put)
       if (this.c.db.status === 'open') {
         this.next ??= waiting
@@ -143,12 +194,18 @@ export class GroupCommit {
 /** A sublevel's prefix (`!name!`, its parents' included): the prefix and the key are the key in the database. */
 const prefixOf = (sublevel: JsonSublevel): string => (sublevel as unknown as { prefix: string }).prefix
 
+/** A sublevel's own name (its prefix `!a!!b!` without the marks: the last name, `b`). */
+const sublevelNameOf = (sublevel: JsonSublevel): string => {
+  const names = prefixOf(sublevel).split('!').filter((n) => n !== '')
+  return names[names.length - 1] ?? ''
+}
+
 /** The prefix and the key name one slot. */
 const slotOf = (sublevel: JsonSublevel, key: string): string => `${prefixOf(sublevel)}${key}`
 
 /** A database that takes puts already encoded (NodeDatabase.writeEncoded). */
 interface EncodedWriter {
-  writeEncoded(puts: ReadonlyArray<{ key: string; value: string }>, sync: boolean): Promise<void>
+  writeEncoded(puts: ReadonlyArray<{ key: string; value: string } | { key: string; del: true }>, sync: boolean): Promise<void>
 }
 
 interface Encodings {

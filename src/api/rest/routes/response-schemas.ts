@@ -370,6 +370,12 @@ export const whoamiSchema = z.object({
   key_id: z.string().nullable().describe('the API key id (null for other methods)'),
   permissions: z.array(z.enum(ALL_PERMISSIONS as readonly [Permission, ...Permission[]])),
   admin: z.boolean(),
+  storage: z.object({
+    account: z.string().describe('the root tenant the storage is counted for (acme for acme.team1)'),
+    used_bytes: z.number().int(),
+    quota_bytes: z.number().int().nullable().describe('storage.tenant_quota_mb in bytes; null: no quota'),
+    execution_records: z.number().int(),
+  }).describe("what the caller's tenant stores on this node (docs/tenant-isolation/storage.md)"),
 })
 
 /** GET /api/v1/functions/{rufid}/source (`rufid` is the full RUFID). */

@@ -1,13 +1,14 @@
-import { ALL_PERMISSIONS, hasPermission } from '../../../engine/index.js'
+import { ALL_PERMISSIONS, hasPermission, type Engine } from '../../../engine/index.js'
 import { CALLER_ERRORS, defineRoute, type RestRoute } from '../operation.js'
 import { whoamiSchema } from './response-schemas.js'
 
 /**
  * `GET /api/v1/auth/whoami`: who the caller's credential is (tenant, user, how it authenticated,
- * key id) and what it may do. Any valid credential may ask; 401 without one. The console signs in
- * with it and shows only the pages the credential can use. Audited like every caller read.
+ * key id) and what it may do, and what its tenant stores on this node against its quota (counted
+ * for the root of its namespaces). Any valid credential may ask; 401 without one. The console signs
+ * in with it and shows only the pages the credential can use. Audited like every caller read.
  */
-export function whoamiRoutes(): RestRoute<never, unknown>[] {
+export function whoamiRoutes(engine: Engine): RestRoute<never, unknown>[] {
   return [
     defineRoute({
       method: 'get', path: '/api/v1/auth/whoami', operation: 'auth.whoami',
@@ -24,6 +25,7 @@ export function whoamiRoutes(): RestRoute<never, unknown>[] {
           key_id: p.key_id ?? null,
           permissions: ALL_PERMISSIONS.filter((permission) => hasPermission(p, permission)),
           admin: hasPermission(p, 'rufid.admin'),
+          storage: engine.tenantStorage(p),
         }
       },
     }),
