@@ -1,5 +1,6 @@
 import type ivm from 'isolated-vm'
 import { SvcError, isSvcError } from '../../core/errors.js'
+import type { CallCpu, CpuLimiter } from './cpu-limit.js'
 import { Deadline, DeadlineExceeded } from './deadline.js'
 import { toWireError, type ExecuteJob, type WireOutcome } from './ipc.js'
 import type { CompiledSource } from './js-compile.js'
@@ -55,6 +56,8 @@ export interface CallSite {
    * call's) and owns it from then on.
    */
   prepared?: JsInstance | undefined
+  /** the CPU limiter and the isolate's slot in it: the call is stopped once it used its CPU limit */
+  cpu?: { limiter: CpuLimiter; slot: number }
 }
 
 export interface CallResult {
@@ -77,12 +80,18 @@ type Verdict =
  * Creating an instance installs the prelude, runs the source and looks the function up; the call
  * itself is one synchronous call into the isolate (plus a poll for a function that returned a
  * promise, and an awaited wait for one that is still pending after its microtasks ran). Every step
- * runs under the call's wall-time budget. Never throws; every failure becomes an outcome.
+ * runs under the call's wall-time budget and, with `site.cpu`, its CPU limit (the isolate is
+ * disposed when the call used it up: 1007, `details.limit` `cpu`). Never throws; every failure
+ * becomes an outcome.
  */
 export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResult> {
   const { isolate } = site
   const deadline = new Deadline(job.limits.timeoutMs)
-  const cpuAtStart = isolate.cpuTime
+  const cpu = site.cpu?.limiter ?? new ExactCpu()
+  cpu.arm(site.cpu?.slot ?? 0, job.limits.cpuMs, deadline.startedAt)
+  let used: CallCpu | undefined
+  /** ends the CPU watch (once) */
+  const disarm = (): CallCpu => (used ??= cpu.disarm(performance.now()))
   const warm = job.context !== 'fresh'
   let instance = warm ? site.instance : undefined
   if (instance !== undefined) site.prepared?.release() // not needed: the call owns it either way
@@ -116,11 +125,22 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
         instance.wait.apply(undefined, [], { timeout: deadline.remainingMs(), result: { promise: true } }) as Promise<unknown>,
       )
     }
-    verdict = readEnvelope(text, job.functionName, job.maxLogBytes)
+    const { stopped, cpuMs } = disarm()
+    verdict = stopped ? cpuExceeded(job, cpuMs) : readEnvelope(text, job.functionName, job.maxLogBytes)
   } catch (err) {
-    verdict = classify(err, isolate, job, phase)
+    const { stopped, cpuMs } = disarm()
+    verdict = stopped ? cpuExceeded(job, cpuMs) : classify(err, isolate, job, phase)
   }
   const wallTimeMs = deadline.elapsedMs()
+  const { stopped, exceeded, cpuMs: cpuTimeMs } = used ?? disarm()
+  // a stopped call's isolate is disposed by the terminator (now, or in a moment)
+  if (stopped && !isolate.isDisposed) {
+    try {
+      isolate.dispose()
+    } catch {
+      // the terminator was first
+    }
+  }
 
   let responsive = !isolate.isDisposed
   if (verdict.logs === undefined) {
@@ -128,7 +148,6 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
     if (logs === undefined) responsive = false
     verdict.logs = logs ?? []
   }
-  const cpuTimeMs = cpuSince(isolate, cpuAtStart)
   let memoryBytes = 0
   if (responsive && !isolate.isDisposed) {
     try {
@@ -142,15 +161,8 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
   const keep = warm && reusable && loaded ? instance : undefined
   if (instance && instance !== keep) instance.release()
 
-  if (verdict.status === 'success' && cpuTimeMs > job.limits.cpuMs) {
-    verdict = {
-      status: 'error',
-      logs: verdict.logs,
-      error: new SvcError('EXECUTION_FAILED', `the function used ${Math.round(cpuTimeMs)} ms of CPU time, over its limit of ${job.limits.cpuMs} ms`, {
-        details: { limit: 'cpu', cpuTimeMs, cpuMs: job.limits.cpuMs },
-      }),
-    }
-  }
+  // a call that ended just past its limit, before the watchdog's next look, fails all the same
+  if (verdict.status === 'success' && exceeded) verdict = { ...cpuExceeded(job, cpuTimeMs), logs: verdict.logs }
   const outcome: WireOutcome = { status: verdict.status, logs: verdict.logs ?? [], wallTimeMs, cpuTimeMs, memoryBytes }
   if (verdict.status === 'success') {
     if (verdict.resultJson !== undefined) outcome.resultJson = verdict.resultJson
@@ -277,6 +289,16 @@ function readEnvelope(text: unknown, name: string, maxLogBytes: number): Verdict
   return { status: 'error', logs, error: new SvcError('EXECUTION_FAILED', `'${name}' threw ${errorName}: ${errorMessage}`, { details }) }
 }
 
+/** The CPU limit's error (EXECUTION_FAILED, `details.limit` `cpu`). */
+function cpuExceeded(job: ExecuteJob, usedMs: number): Extract<Verdict, { status: 'error' | 'timeout' }> {
+  return {
+    status: 'error',
+    error: new SvcError('EXECUTION_FAILED', `the function used ${Math.round(usedMs)} ms of CPU time, over its CPU limit of ${job.limits.cpuMs} ms`, {
+      details: { limit: 'cpu', cpuTimeMs: usedMs, cpuMs: job.limits.cpuMs },
+    }),
+  }
+}
+
 function classify(err: unknown, isolate: ivm.Isolate, job: ExecuteJob, phase: Phase): Verdict {
   if (err instanceof DeadlineExceeded || (err instanceof Error && err.message === IVM_TIMEOUT)) {
     return {
@@ -334,12 +356,20 @@ function logsOf(parsed: Record<string, unknown>, maxLogBytes: number): LogLine[]
   return logs
 }
 
-/** CPU time the isolate spent since `start` (isolated-vm counts bigint nanoseconds). */
-function cpuSince(isolate: ivm.Isolate, start: bigint): number {
-  try {
-    return Number(isolate.cpuTime - start) / 1e6
-  } catch {
-    return 0
+/** A call's CPU measured exactly, without a limiter (see CpuLimiter): two readings of the process's CPU. */
+class ExactCpu {
+  private from: NodeJS.CpuUsage = { user: 0, system: 0 }
+  private limitMs = 0
+
+  arm(_slot: number, limitMs: number): void {
+    this.limitMs = limitMs
+    this.from = process.cpuUsage()
+  }
+
+  disarm(): CallCpu {
+    const used = process.cpuUsage(this.from)
+    const cpuMs = (used.user + used.system) / 1000
+    return { cpuMs, stopped: false, exceeded: cpuMs > this.limitMs }
   }
 }
 

@@ -10,7 +10,12 @@ export interface ExecutionLimits {
    * much the call may grow the interpreter's heap, in MB. Exceeded → 1007.
    */
   memoryMb: number
-  /** CPU time the call may spend; checked after the call, exceeded → 1007. */
+  /**
+   * CPU time the call may spend (its worker process's CPU while it runs, never wall time: a call
+   * held off the CPU by a busy machine is not failed for it). JavaScript: enforced while the call
+   * runs, the call stopped within about the limit + 100 ms of CPU and its isolate discarded;
+   * exceeded → 1007, `details.limit` `cpu`.
+   */
   cpuMs: number
 }
 
