@@ -121,6 +121,7 @@ export class JsRuntime implements LanguageRuntime {
       const needsInstance = contextOf(job) === 'fresh' || entry.instance === undefined
       const result = await runCall({
         isolate: entry.isolate,
+        memoryMb: entry.memoryMb,
         compiled,
         instance: entry.instance,
         prepared: needsInstance ? entry.takePrepared() : undefined,
@@ -153,14 +154,14 @@ export class JsRuntime implements LanguageRuntime {
     const wanted = this.preparedWanted
     this.preparedWanted = undefined
     if (wanted !== undefined && wanted.entry.prepared === undefined && !wanted.entry.isolate.isDisposed && this.warm.peek(wanted.entry.key) === wanted.entry) {
-      wanted.entry.prepared = prepareQuietly(wanted.entry.isolate, wanted.maxLogBytes)
+      wanted.entry.prepared = prepareQuietly(wanted.entry.isolate, wanted.maxLogBytes, wanted.entry.memoryMb)
     }
     const spareWanted = this.spareWanted
     this.spareWanted = undefined
     if (spareWanted === undefined || (this.spare?.memoryMb === spareWanted.memoryMb && !this.spare.isolate.isDisposed)) return
     this.disposeSpare()
     const { isolate, slot } = this.newIsolate(spareWanted.memoryMb)
-    this.spare = { isolate, slot, memoryMb: spareWanted.memoryMb, prepared: prepareQuietly(isolate, spareWanted.maxLogBytes) }
+    this.spare = { isolate, slot, memoryMb: spareWanted.memoryMb, prepared: prepareQuietly(isolate, spareWanted.maxLogBytes, spareWanted.memoryMb) }
   }
 
   /** Disposes the spare isolate and the CPU limiter's helpers (the warm LRU disposes the rest). */
@@ -214,9 +215,9 @@ const PREPARE_TIMEOUT_MS = 2_000
  * A new context with the prelude installed, or undefined when it cannot be made (an isolate out of
  * memory, a prelude over time on a starved host): the call then makes its own, as it always could.
  */
-function prepareQuietly(isolate: ivm.Isolate, maxLogBytes: number): JsInstance | undefined {
+function prepareQuietly(isolate: ivm.Isolate, maxLogBytes: number, memoryMb: number): JsInstance | undefined {
   try {
-    return createInstance(isolate, maxLogBytes, PREPARE_TIMEOUT_MS)
+    return createInstance(isolate, maxLogBytes, PREPARE_TIMEOUT_MS, memoryMb)
   } catch {
     return undefined
   }

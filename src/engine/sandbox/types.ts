@@ -6,8 +6,11 @@ export interface ExecutionLimits {
   /** Wall-clock budget of the call (including awaiting its promise); exceeded → 1004. */
   timeoutMs: number
   /**
-   * JavaScript: heap limit of the isolate, in MB (isolated-vm's minimum of 8 applies). Python: how
-   * much the call may grow the interpreter's heap, in MB. Exceeded → 1007.
+   * JavaScript: the isolate's memory, in MB (isolated-vm's minimum of 8 applies): its heap and
+   * everything the function allocates outside it (ArrayBuffers, WebAssembly memories charged at their
+   * maximum, one at most ¾ of the limit, resizable buffers at their maximum length, compiled Wasm,
+   * Intl objects; js-memory-guard.ts). Python: how much the call may grow the interpreter's heap, in
+   * MB. Exceeded → 1007, `details.limit` `memory`.
    */
   memoryMb: number
   /**
@@ -108,7 +111,11 @@ export interface SandboxOutcome {
   logs: LogLine[]
   wallTimeMs: number
   cpuTimeMs: number
-  /** Isolate heap in use after the call (0 when unknown, e.g. after the isolate was lost). */
+  /**
+   * Memory the call's isolate holds after the call: its heap and what it holds outside it
+   * (ArrayBuffers, WebAssembly memories, Intl objects: js-memory-guard.ts); 0 when unknown, e.g.
+   * after the isolate was lost.
+   */
   memoryBytes: number
   /** Worker process that ran the call (0 when the request never reached a worker). */
   workerPid: number
