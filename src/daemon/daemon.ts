@@ -10,7 +10,7 @@ import { createGrpcServer } from '../api/grpc/server.js'
 import { createRestApi } from '../api/rest/app.js'
 import { CONSOLE_PATH, isConsoleBuilt } from '../api/rest/console.js'
 import { attachEventSocket } from '../api/ws/event-socket.js'
-import { createSandbox, resolveOsIsolation, type OsIsolation } from '../engine/sandbox/index.js'
+import { createSandbox, resolveMemoryBound, resolveOsIsolation, type MemoryBound, type OsIsolation } from '../engine/sandbox/index.js'
 import {
   createCatalogStore, createEngine, createMetrics, EventBus, NodeDatabase, type Engine, type EngineAuthInit, type LevelDatabase,
 } from '../engine/index.js'
@@ -69,6 +69,30 @@ function wallFor(config: Readonly<SvcConfig>, env: NodeJS.ProcessEnv, wheelDirs:
   return wall
 }
 
+/**
+ * The sandbox workers' memory bound (execution.worker_memory_mb) and their cgroups
+ * (execution.cgroups), resolved once at start: `required` without usable cgroups stops the start
+ * (exit code 8); `auto` without them says why once.
+ */
+function memoryBoundFor(config: Readonly<SvcConfig>, logger: Logger): MemoryBound {
+  const x = config.execution
+  const log = logger.child({ component: 'sandbox' })
+  const bound = resolveMemoryBound({
+    mode: x.cgroups,
+    workerMemoryMb: x.worker_memory_mb,
+    onProblem: (message) => log.warn({}, message),
+  })
+  const { status } = bound
+  if (status.cgroup !== 'none') log.info({ memory_bound: status }, `sandbox workers run in cgroup ${status.cgroup} memory cgroups of ${status.cgroupMemoryMb} MB each`)
+  else if (x.cgroups === 'required') {
+    throw new StartupFailure('sandbox_isolation_unavailable', `execution.cgroups is required but the sandbox workers cannot be put in cgroups here (${status.reason}). ` +
+      'Run the node as root (cgroup v1), delegate its cgroup to its user (cgroup v2, systemd Delegate=yes), or set execution.cgroups to auto')
+  } else if (x.cgroups === 'auto' && x.worker_memory_mb > 0) {
+    log.warn({ memory_bound: status }, `sandbox workers run without memory cgroups: ${status.reason}`)
+  }
+  return bound
+}
+
 /** The composition root: config → components → start/stop in order. */
 export function createDaemon(config: Readonly<SvcConfig>, { logger, env = process.env, announce }: DaemonComponents): Daemon {
   // before LevelDB opens (it opens as soon as it is constructed): a data directory that cannot be
@@ -93,6 +117,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
   const wheelCache = join(config.data_dir, 'wheels')
   const wheelDirs = [x.python.wheelhouse, wheelCache].filter((d) => d !== '')
   const osIsolation = wallFor(config, env, wheelDirs, logger)
+  const memoryBound = memoryBoundFor(config, logger)
   const sandbox = createSandbox({
     workers: x.workers,
     startOnDemand: x.workers_on_demand,
@@ -105,6 +130,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     pythonInterpretersPerWorker: x.python.interpreters_per_worker,
     pythonKillGraceMs: x.python.kill_grace_ms,
     osIsolation,
+    memoryBound,
     logger: logger.child({ component: 'sandbox' }),
   })
   const limitsOf = (l: SvcConfig['execution']['defaults']) => ({ timeoutMs: l.timeout_ms, memoryMb: l.memory_mb, cpuMs: l.cpu_ms })
@@ -148,7 +174,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       metricsAccess: config.server.metrics_access,
       openapi: { maxSourceBytes: config.registry.max_source_bytes, maxExpiresDays: config.auth.keys.max_expires_days, version: VERSION },
       ...(config.server.console ? { console: {} } : {}),
-      node: { version: VERSION, sandboxWorkers: x.workers, sandboxIsolation: osIsolation.status, federation: config.federation.enabled },
+      node: { version: VERSION, sandboxWorkers: x.workers, sandboxIsolation: osIsolation.status, sandboxMemoryBound: memoryBound.status, federation: config.federation.enabled },
     },
     {
       engine, logger: logger.child({ component: 'rest' }), isDraining: () => draining,
@@ -275,6 +301,8 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       await federation?.stop().catch((err: unknown) => logger.warn({ err }, 'federation stop failed'))
       federation = undefined
       await engine.stop()
+      // the workers are gone: their cgroups with them, then the node's own
+      await memoryBound.close()
       logger.info('svc-node stopped')
     },
   }

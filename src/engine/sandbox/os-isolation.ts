@@ -334,13 +334,18 @@ export interface NodeScript {
 /**
  * Starts a node script behind the wall (or forks it plainly when there is none), with standard
  * output and error piped and node's IPC channel as fd 3: an inherited descriptor, which the wall
- * passes through. The one way sandbox workers are started.
+ * passes through. `prefix`: command words run first, outside the wall, that end by executing the
+ * rest (a worker's cgroup placement, cgroups.ts). The one way sandbox workers are started.
  */
-export function launchNodeScript(isolation: OsIsolation | undefined, script: NodeScript): ChildProcess {
+export function launchNodeScript(isolation: OsIsolation | undefined, script: NodeScript, prefix: readonly string[] = []): ChildProcess {
   const stdio: StdioOptions = ['ignore', 'pipe', 'pipe', 'ipc']
   if (isolation === undefined || isolation.status.layer === 'none') {
-    return fork(script.path, script.args, { execArgv: script.execArgv, stdio, serialization: 'json', env: { ...process.env, TZ: WORKER_TZ, ...WORKER_MALLOC } })
+    const env = { ...process.env, TZ: WORKER_TZ, ...WORKER_MALLOC }
+    if (prefix.length === 0) return fork(script.path, script.args, { execArgv: script.execArgv, stdio, serialization: 'json', env })
+    const argv = [...prefix, process.execPath, ...script.execArgv, script.path, ...script.args]
+    return spawn(argv[0]!, argv.slice(1), { env, stdio, serialization: 'json' })
   }
   const cmd = isolation.wrap([process.execPath, ...script.execArgv, script.path, ...script.args])
-  return spawn(cmd.file, cmd.args, { env: cmd.env, stdio, serialization: 'json' })
+  const argv = [...prefix, cmd.file, ...cmd.args]
+  return spawn(argv[0]!, argv.slice(1), { env: cmd.env, stdio, serialization: 'json' })
 }

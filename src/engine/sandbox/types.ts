@@ -1,4 +1,5 @@
 import type { SvcError } from '../../core/errors.js'
+import type { MemoryBound, MemoryBoundStatus } from './cgroups.js'
 import type { OsIsolation, OsIsolationStatus } from './os-isolation.js'
 
 /** Limits applied to one execution. */
@@ -148,6 +149,8 @@ export interface SandboxStats {
   perWorker: SandboxWorkerStats[]
   /** The OS wall the workers run behind. */
   osIsolation: OsIsolationStatus
+  /** The workers' total memory bound and the cgroups that back it. */
+  memoryBound: MemoryBoundStatus
 }
 
 /** A supervised pool of worker processes running functions in isolates. */
@@ -216,5 +219,10 @@ export interface SandboxInit {
   pythonKillGraceMs?: number
   /** The OS wall around each worker (`resolveOsIsolation`); unset: plain worker processes. */
   osIsolation?: OsIsolation
+  /**
+   * Each worker's total memory bound and its cgroup (`resolveMemoryBound`): a worker past the bound
+   * after a call answers that call with the memory error and is replaced. Unset: no bound.
+   */
+  memoryBound?: MemoryBound
   logger?: SandboxLogger
 }

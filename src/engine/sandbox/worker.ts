@@ -17,6 +17,7 @@ import {
 } from './ipc.js'
 import { JsRuntime } from './js-runtime.js'
 import { LruCache } from '../lru.js'
+import { workerMemoryBoundFromArgs } from './memory-bound.js'
 import { PythonRuntime } from './python-runtime.js'
 import type { LanguageRuntime, WarmEntry } from './runtime.js'
 
@@ -121,6 +122,12 @@ async function execute(id: number, job: ExecuteJob, timed: boolean): Promise<voi
   } finally {
     busy = false
   }
+  // the worker's total memory bound: a call that leaves it past the bound gets the memory error, and the worker exits once it answered
+  if (memoryBound.check(outcome)) {
+    sendResult(id, outcome, received)
+    memoryBound.retire(shutdown)
+    return
+  }
   sendResult(id, outcome, received)
   // the answer is on its way: a runtime may prepare for the next call now (unless one arrived)
   setImmediate(() => {
@@ -156,6 +163,7 @@ if (typeof process.send !== 'function') {
 }
 
 const config = readConfig()
+const memoryBound = workerMemoryBoundFromArgs()
 const warm = new LruCache<WarmEntry>(config.maxWarmIsolates, (_key, entry) => entry.dispose())
 const sources = new SourceCache(sourceCapacity(config.maxWarmIsolates), config.maxSourceChars)
 const runtimes = new Map<LanguageFamily, LanguageRuntime>([
