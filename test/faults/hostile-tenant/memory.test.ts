@@ -2,9 +2,13 @@
 // daemon with its default config: tenant A's busy loop ends by its CPU limit while it runs, not by its
 // far longer time limit; A's calls that grow WebAssembly memories past their memory_mb are refused
 // and the workers' memory stays bounded; tenant B's warm function keeps answering throughout.
+import { chownSync, mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { EXIT_CODES } from '../../../src/daemon/exit-codes.js'
+import { removeDir, tempDataDir } from '../../fixtures/daemon-process.js'
 import { recordFault } from '../fault-record.js'
-import { childPids, processTree, sleep, treeCpuMs, treeRssBytes } from '../fault-fixtures.js'
+import { childPids, processTree, runDaemonToExit, sleep, treeCpuMs, treeRssBytes } from '../fault-fixtures.js'
 import { percentile, startTwoTenantNode, type TwoTenantNode } from './two-tenants.js'
 
 const MIB = 2 ** 20
@@ -178,4 +182,30 @@ describe('hostile tenant: CPU and memory of JavaScript calls (real daemon)', () 
     })
     rec.summary(`4 grows to 512 MiB refused (1007 "memory"), a grow from inside Wasm got -1, a 1 GiB module refused; ${kept} warm 40 MiB memories kept, ${workerBoundHits} calls refused by the worker bound (${bound.worker_memory_mb} MB, cgroup ${bound.cgroup}); workers' RSS ${mb(rssBefore)} → peak ${mb(peakRss)} → ${mb(rssAfter)} MB; B answered ${latencies.length}/${latencies.length}`)
   }, 300_000)
+
+  it.skipIf(process.getuid?.() !== 0)('cgroups required where the node may not use them (it runs as nobody): refuses to start, saying why', async () => {
+    const rec = recordFault('isolation.cgroups-required', {
+      fault: 'execution.cgroups required, the node running as nobody (cgroup v1 wants root); then execution.worker_memory_mb below execution.max.memory_mb + 256',
+      expectation: 'exit 8 naming why the workers cannot be put in cgroups; an invalid worker_memory_mb: exit 2 naming the key',
+    })
+    const dir = tempDataDir()
+    try {
+      chownSync(dir, 65534, 65534)
+      const config = join(dir, 'cgroups-required.yaml')
+      writeFileSync(config, 'execution:\n  cgroups: required\n')
+      const refused = await runDaemonToExit(join(dir, 'data'), { uid: 65534, env: { HOME: '/tmp', SVC_CONFIG: config }, timeoutMs: 60_000 })
+      expect(refused.code, refused.output).toBe(EXIT_CODES.sandbox_isolation_unavailable)
+      expect(refused.output).toMatch(/execution\.cgroups is required but the sandbox workers cannot be put in cgroups here \(cannot create a (memory )?cgroup under .* \(EACCES\)/)
+      const small = join(dir, 'small-bound.yaml')
+      writeFileSync(small, 'execution:\n  worker_memory_mb: 300\n')
+      mkdirSync(join(dir, 'data2'))
+      const invalid = await runDaemonToExit(join(dir, 'data2'), { env: { SVC_CONFIG: small }, timeoutMs: 60_000 })
+      expect(invalid.code, invalid.output).toBe(EXIT_CODES.config_invalid)
+      expect(invalid.output).toMatch(/execution\.worker_memory_mb \(300\) must be 0 or at least execution\.max\.memory_mb \+ 256/)
+      rec.figures({ required_without_cgroups_exit: refused.code, invalid_bound_exit: invalid.code })
+      rec.summary(`cgroups required as nobody → exit ${refused.code} (EACCES named); worker_memory_mb 300 → exit ${invalid.code}`)
+    } finally {
+      removeDir(dir)
+    }
+  }, 150_000)
 })
