@@ -74,6 +74,8 @@ const PARK_AFTER_MS = 500
 
 /** A CPU limit below this is measured exactly (two readings of the process's CPU per call). */
 export const EXACT_BELOW_MS = 50
+/** this thread's performance.now() origin, ms since the epoch (the watchdog thread has its own) */
+const TIME_ORIGIN = performance.timeOrigin
 
 /** The watchdog thread (CommonJS, node built-ins only: it runs from source and from dist alike). */
 const WATCHDOG = String.raw`
@@ -183,8 +185,8 @@ export class CpuLimiter {
   private readonly buffer = new SharedArrayBuffer(STATE_BYTES)
   private readonly state = new Int32Array(this.buffer, 0, FIELD_COUNT)
   private readonly since = new Float64Array(this.buffer, FLOAT_OFFSET, 2)
-  /** the armed call: its seq, limit, start (ms since the epoch) and, for an exact measurement, the process's CPU then */
-  private call = { seq: 0, limitMs: 0, startedAt: 0, exactFrom: undefined as NodeJS.CpuUsage | undefined }
+  /** the armed call: its seq, limit, start (performance.now()) and, for an exact measurement, the process's CPU then */
+  private readonly call = { seq: 0, limitMs: 0, startedAt: 0, exactFrom: undefined as NodeJS.CpuUsage | undefined }
   private readonly isolates = new Map<number, ivm.Isolate>()
   private watchdog: Worker | undefined
   private terminator: { isolate: ivm.Isolate; watch: ivm.Reference } | undefined
@@ -242,15 +244,18 @@ export class CpuLimiter {
   arm(slot: number, limitMs: number, startedAt: number): void {
     const seq = this.nextSeq
     this.nextSeq = seq >= 0x3fffffff ? 1 : seq + 1
-    const exact = limitMs < EXACT_BELOW_MS || this.failed !== undefined
-    this.call = { seq, limitMs, startedAt: performance.timeOrigin + startedAt, exactFrom: exact ? process.cpuUsage() : undefined }
+    const call = this.call
+    call.seq = seq
+    call.limitMs = limitMs
+    call.startedAt = startedAt
+    call.exactFrom = limitMs < EXACT_BELOW_MS || this.failed !== undefined ? process.cpuUsage() : undefined
     const s = this.state
     const parked = Atomics.load(s, F.PARKED) === 1
     if (parked || Atomics.load(s, F.RUNNING) === 0) {
       // the watchdog must be woken (or has yet to start) and may see the call late: it counts from this reading instead
       const now = process.cpuUsage()
       this.since[SINCE_CPU] = (now.user + now.system) / 1000
-      this.since[SINCE_AT] = this.call.startedAt
+      this.since[SINCE_AT] = TIME_ORIGIN + startedAt
       Atomics.store(s, F.SEEN_SEQ, seq)
     }
     // plain writes: the atomic store of ARMED publishes them to whoever reads ARMED atomically
@@ -266,33 +271,28 @@ export class CpuLimiter {
    */
   disarm(endedAt: number): CallCpu {
     const s = this.state
-    const { seq, limitMs, exactFrom } = this.call
-    const startedAt = this.call.startedAt
-    const wallMs = performance.timeOrigin + endedAt - startedAt
-    if (Atomics.compareExchange(s, F.ARMED, seq, 0) !== seq) {
-      // the terminator took the call (ARMED is -seq): it is being stopped
-      Atomics.store(s, F.ARMED, 0)
-      const usedMs = Atomics.load(s, F.STOPPED_SEQ) === seq ? Atomics.load(s, F.USED_MS) : limitMs
-      const measured = this.measure(seq, startedAt, wallMs, exactFrom)
-      return { cpuMs: Math.max(usedMs, measured.estimate), stopped: true, exceeded: true }
-    }
-    const { estimate, atLeast } = this.measure(seq, startedAt, wallMs, exactFrom)
-    return { cpuMs: estimate, stopped: false, exceeded: atLeast > limitMs }
-  }
-
-  /** The call's CPU: an estimate, and what it used at least (never more than it used). */
-  private measure(seq: number, startedAt: number, wallMs: number, exactFrom: NodeJS.CpuUsage | undefined): { estimate: number; atLeast: number } {
+    const { seq, limitMs, startedAt, exactFrom } = this.call
+    const wallMs = endedAt - startedAt
+    const stopped = Atomics.compareExchange(s, F.ARMED, seq, 0) !== seq
+    let cpuMs: number
+    let atLeast: number
     if (exactFrom !== undefined) {
       const used = process.cpuUsage(exactFrom)
-      const ms = (used.user + used.system) / 1000
-      return { estimate: ms, atLeast: ms }
+      cpuMs = atLeast = (used.user + used.system) / 1000
+    } else if (Atomics.load(s, F.SEEN_SEQ) !== seq) {
+      // not seen by the watchdog: shorter than about a poll (the limit is above EXACT_BELOW_MS)
+      cpuMs = wallMs
+      atLeast = 0
+    } else {
+      const now = process.cpuUsage()
+      atLeast = Math.max(0, (now.user + now.system) / 1000 - this.since[SINCE_CPU]!)
+      cpuMs = atLeast + Math.min(wallMs, Math.max(0, this.since[SINCE_AT]! - (TIME_ORIGIN + startedAt)))
     }
-    // not seen by the watchdog: shorter than about a poll, and the limit is above EXACT_BELOW_MS
-    if (Atomics.load(this.state, F.SEEN_SEQ) !== seq) return { estimate: wallMs, atLeast: 0 }
-    const now = process.cpuUsage()
-    const measured = Math.max(0, (now.user + now.system) / 1000 - this.since[SINCE_CPU]!)
-    const before = Math.min(wallMs, Math.max(0, this.since[SINCE_AT]! - startedAt))
-    return { estimate: measured + before, atLeast: measured }
+    if (!stopped) return { cpuMs, stopped: false, exceeded: atLeast > limitMs }
+    // the terminator took the call (ARMED is -seq): it is being stopped
+    Atomics.store(s, F.ARMED, 0)
+    const usedMs = Atomics.load(s, F.STOPPED_SEQ) === seq ? Atomics.load(s, F.USED_MS) : limitMs
+    return { cpuMs: Math.max(usedMs, cpuMs), stopped: true, exceeded: true }
   }
 
   private readonly onExit = (): void => this.dispose()

@@ -93,8 +93,9 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
   const cpu = site.cpu?.limiter ?? new ExactCpu()
   cpu.arm(site.cpu?.slot ?? 0, job.limits.cpuMs, deadline.startedAt)
   let used: CallCpu | undefined
-  /** ends the CPU watch (once) */
-  const disarm = (): CallCpu => (used ??= cpu.disarm(performance.now()))
+  let endedAt = 0
+  /** ends the CPU watch (once), when the call's work in the isolate ended */
+  const disarm = (): CallCpu => (used ??= cpu.disarm((endedAt = performance.now())))
   const warm = job.context !== 'fresh'
   let instance = warm ? site.instance : undefined
   if (instance !== undefined) site.prepared?.release() // not needed: the call owns it either way
@@ -134,8 +135,8 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
     const { stopped, cpuMs } = disarm()
     verdict = stopped ? cpuExceeded(job, cpuMs) : classify(err, isolate, job, phase)
   }
-  const wallTimeMs = deadline.elapsedMs()
   const { stopped, exceeded, cpuMs: cpuTimeMs } = used ?? disarm()
+  const wallTimeMs = endedAt - deadline.startedAt
   // a stopped call's isolate is disposed by the terminator (now, or in a moment)
   if (stopped && !isolate.isDisposed) {
     try {
