@@ -6,6 +6,7 @@ import { z } from 'zod'
 import { parseCidr } from '../api/client-address.js'
 import { federationConfigSchema } from '../federation/daemon-wiring.js'
 import { OS_ISOLATION_MODES } from '../engine/sandbox/os-isolation.js'
+import { CGROUPS_MODES } from '../engine/sandbox/cgroups.js'
 
 const limits = z.object({
   timeout_ms: z.number().int().min(1).max(600_000),
@@ -139,6 +140,8 @@ export const configSchema = z.object({
       sweep_interval_ms: z.number().int().min(1000),
     }).strict(),
     os_isolation: z.enum(OS_ISOLATION_MODES),
+    worker_memory_mb: z.number().int().min(0),
+    cgroups: z.enum(CGROUPS_MODES),
     result_cache: z.object({
       max_entries: z.number().int().min(0),
       max_bytes: z.number().int().min(0),
@@ -157,6 +160,9 @@ export const configSchema = z.object({
 }).strict()
 
 export type SvcConfig = z.infer<typeof configSchema>
+
+/** What a sandbox worker holds before any function's memory, MB, at most (execution.worker_memory_mb's floor). */
+const WORKER_OWN_MB = 256
 
 /** Environment variables (service-spec names where it has them) and the config path they set. */
 const ENV: Array<[string, string[], 'string' | 'int' | 'boolean']> = [
@@ -268,6 +274,11 @@ export function loadConfig(options: LoadConfigOptions = {}): Readonly<SvcConfig>
     if (config.execution.defaults[key] > config.execution.max[key]) {
       throw new ConfigError(`execution.defaults.${key} exceeds execution.max.${key}`)
     }
+  }
+  const workerMb = config.execution.worker_memory_mb
+  // a worker holds itself (about 100 MB with an interpreter) and a function at its largest
+  if (workerMb > 0 && workerMb < config.execution.max.memory_mb + WORKER_OWN_MB) {
+    throw new ConfigError(`execution.worker_memory_mb (${workerMb}) must be 0 or at least execution.max.memory_mb + ${WORKER_OWN_MB} (${config.execution.max.memory_mb + WORKER_OWN_MB})`)
   }
   return deepFreeze(config)
 }

@@ -11,7 +11,7 @@ import { createGrpcServer } from '../api/grpc/server.js'
 import { createRestApi } from '../api/rest/app.js'
 import { CONSOLE_PATH, isConsoleBuilt } from '../api/rest/console.js'
 import { attachEventSocket } from '../api/ws/event-socket.js'
-import { createSandbox, resolveOsIsolation, type OsIsolation } from '../engine/sandbox/index.js'
+import { createSandbox, resolveMemoryBound, resolveOsIsolation, type MemoryBound, type OsIsolation } from '../engine/sandbox/index.js'
 import {
   createCatalogStore, createEngine, createMetrics, EventBus, NodeDatabase, type Engine, type EngineAuthInit, type LevelDatabase,
 } from '../engine/index.js'
@@ -109,6 +109,30 @@ function wallFor(config: Readonly<SvcConfig>, env: NodeJS.ProcessEnv, wheelDirs:
   return wall
 }
 
+/**
+ * The sandbox workers' memory bound (execution.worker_memory_mb) and their cgroups
+ * (execution.cgroups), resolved once at start: `required` without usable cgroups stops the start
+ * (exit code 8); `auto` without them says why once.
+ */
+function memoryBoundFor(config: Readonly<SvcConfig>, logger: Logger): MemoryBound {
+  const x = config.execution
+  const log = logger.child({ component: 'sandbox' })
+  const bound = resolveMemoryBound({
+    mode: x.cgroups,
+    workerMemoryMb: x.worker_memory_mb,
+    onProblem: (message) => log.warn({}, message),
+  })
+  const { status } = bound
+  if (status.cgroup !== 'none') log.info({ memory_bound: status }, `sandbox workers run in cgroup ${status.cgroup} memory cgroups of ${status.cgroupMemoryMb} MB each`)
+  else if (x.cgroups === 'required') {
+    throw new StartupFailure('sandbox_isolation_unavailable', `execution.cgroups is required but the sandbox workers cannot be put in cgroups here (${status.reason}). ` +
+      'Run the node as root (cgroup v1), delegate its cgroup to its user (cgroup v2, systemd Delegate=yes), or set execution.cgroups to auto')
+  } else if (x.cgroups === 'auto' && x.worker_memory_mb > 0) {
+    log.warn({ memory_bound: status }, `sandbox workers run without memory cgroups: ${status.reason}`)
+  }
+  return bound
+}
+
 /** The composition root: config → components → start/stop in order. */
 export function createDaemon(config: Readonly<SvcConfig>, { logger, env = process.env, announce }: DaemonComponents): Daemon {
   // before LevelDB opens (it opens as soon as it is constructed): a data directory that cannot be
@@ -145,6 +169,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
   const wheelCache = join(config.data_dir, 'wheels')
   const wheelDirs = [x.python.wheelhouse, wheelCache].filter((d) => d !== '')
   const osIsolation = wallFor(config, env, wheelDirs, logger)
+  const memoryBound = memoryBoundFor(config, logger)
   const sandbox = createSandbox({
     workers: x.workers,
     startOnDemand: x.workers_on_demand,
@@ -163,6 +188,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     pythonInterpretersPerWorker: x.python.interpreters_per_worker,
     pythonKillGraceMs: x.python.kill_grace_ms,
     osIsolation,
+    memoryBound,
     logger: logger.child({ component: 'sandbox' }),
   })
   const limitsOf = (l: SvcConfig['execution']['defaults']) => ({ timeoutMs: l.timeout_ms, memoryMb: l.memory_mb, cpuMs: l.cpu_ms })
@@ -215,7 +241,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       metricsAccess: config.server.metrics_access,
       openapi: { maxSourceBytes: config.registry.max_source_bytes, maxExpiresDays: config.auth.keys.max_expires_days, version: VERSION },
       ...(config.server.console ? { console: {} } : {}),
-      node: { version: VERSION, sandboxWorkers: x.workers, sandboxIsolation: osIsolation.status, federation: config.federation.enabled },
+      node: { version: VERSION, sandboxWorkers: x.workers, sandboxIsolation: osIsolation.status, sandboxMemoryBound: memoryBound.status, federation: config.federation.enabled },
     },
     {
       engine, logger: logger.child({ component: 'rest' }), isDraining: () => draining, addresses,
@@ -315,6 +341,8 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         `stop incomplete: ${unwritten.execution_records} execution records, ${unwritten.audit_entries} audit entries and ${unwritten.statistics} ` +
         `usage statistics could not be written within the shutdown grace (${graceMs} ms${nodeDatabase.storage.condition === 'disk_full' ? ', the disk is full' : ''}); they are lost`)
     }
+    // the workers are gone: their cgroups with them, then the node's own
+    await settleBy(memoryBound.close().catch((err: unknown) => logger.warn({ err }, 'removing the sandbox cgroups failed')), Date.now() + CLOSE_AFTER_TIMEOUT_MS)
     const report: StopReport = { complete: stopped === 'done', unfinished, unwritten, ms: Date.now() - started }
     logger.info({ ms: report.ms, complete: report.complete }, 'svc-node stopped')
     return report

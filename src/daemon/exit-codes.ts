@@ -21,7 +21,10 @@ export const EXIT_CODES = {
   data_format_mismatch: 6,
   /** no space left on the data directory's file system to open the database */
   disk_full: 7,
-  /** execution.os_isolation is `required` and no OS wall for the sandbox workers works on this host */
+  /**
+   * execution.os_isolation is `required` and no OS wall for the sandbox workers works on this host,
+   * or execution.cgroups is `required` and the workers cannot be put in cgroups here
+   */
   sandbox_isolation_unavailable: 8,
   /**
    * stopped on SIGINT/SIGTERM at the end of its shutdown grace (server.shutdown_grace_ms) without

@@ -10,7 +10,8 @@ export class DeadlineExceeded extends Error {
 
 /** A wall-time budget shared by the successive isolate operations of one call. */
 export class Deadline {
-  private readonly startedAt = performance.now()
+  /** when the budget started (performance.now()) */
+  readonly startedAt = performance.now()
   private readonly endsAt: number
 
   constructor(budgetMs: number) {

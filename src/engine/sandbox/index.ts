@@ -23,3 +23,12 @@ export {
   type OsIsolationMode,
   type OsIsolationStatus,
 } from './os-isolation.js'
+export {
+  CGROUPS_MODES,
+  cgroupMemoryMbFor,
+  resolveMemoryBound,
+  type CgroupsMode,
+  type MemoryBound,
+  type MemoryBoundInit,
+  type MemoryBoundStatus,
+} from './cgroups.js'

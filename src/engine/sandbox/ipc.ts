@@ -70,6 +70,11 @@ export interface WireOutcome {
   memoryBytes: number
   /** Time the worker spent on the call, from receiving it to answering. */
   workerMs?: number
+  /**
+   * The worker passed its total memory bound with this call (the call's outcome is the memory
+   * error) and exits once it answered: no further call may be sent to it.
+   */
+  retiring?: boolean
 }
 
 /**
@@ -92,6 +97,8 @@ export interface WorkerConfig {
   pythonWheelDirs: string[]
   /** Source text (UTF-16 code units) the worker keeps by digest, at most. */
   maxSourceChars: number
+  /** The worker's total memory bound, MB (memory-bound.ts; absent: none). */
+  workerMemoryMb?: number
 }
 
 export type SupervisorMessage =
@@ -115,6 +122,8 @@ export type WorkerMessage =
    * interpreter it holds. Each is sent only when it changed since the worker's previous answer.
    */
   | { type: 'result'; id: number; outcome: WireOutcome; warmKeys?: string[]; warmScopes?: string[] }
+  /** The worker's last message before it exits for its memory bound (after a `retiring` answer). */
+  | { type: 'retired'; rssBytes: number }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null
 
@@ -127,6 +136,8 @@ export function isWorkerMessage(m: unknown): m is WorkerMessage {
     case 'preparing':
     case 'need-source':
       return typeof m.id === 'number'
+    case 'retired':
+      return typeof m.rssBytes === 'number'
     case 'result':
       return typeof m.id === 'number' && isObject(m.outcome) &&
         (m.warmKeys === undefined || Array.isArray(m.warmKeys)) && (m.warmScopes === undefined || Array.isArray(m.warmScopes))

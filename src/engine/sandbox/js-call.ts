@@ -1,8 +1,10 @@
 import type ivm from 'isolated-vm'
 import { SvcError, isSvcError } from '../../core/errors.js'
+import type { CallCpu, CpuLimiter } from './cpu-limit.js'
 import { Deadline, DeadlineExceeded } from './deadline.js'
 import { toWireError, type ExecuteJob, type WireOutcome } from './ipc.js'
 import type { CompiledSource } from './js-compile.js'
+import { MEMORY_REFUSAL_PREFIX } from './js-memory-guard.js'
 import { DETERMINISTIC_EPOCH_MS, DETERMINISTIC_PRELUDE, PRELUDE } from './js-prelude.js'
 import type { LogLine } from './types.js'
 
@@ -46,6 +48,8 @@ export class JsInstance {
 /** What a call runs against: the key's isolate, its compiled source and, in warm mode, its instance. */
 export interface CallSite {
   isolate: ivm.Isolate
+  /** the isolate's memory limit, MB (what the prelude charges memory outside the heap to) */
+  memoryMb: number
   compiled: CompiledSource
   /** the warm instance an earlier call of the key left (warm mode only) */
   instance: JsInstance | undefined
@@ -55,6 +59,8 @@ export interface CallSite {
    * call's) and owns it from then on.
    */
   prepared?: JsInstance | undefined
+  /** the CPU limiter and the isolate's slot in it: the call is stopped once it used its CPU limit */
+  cpu?: { limiter: CpuLimiter; slot: number }
 }
 
 export interface CallResult {
@@ -77,12 +83,19 @@ type Verdict =
  * Creating an instance installs the prelude, runs the source and looks the function up; the call
  * itself is one synchronous call into the isolate (plus a poll for a function that returned a
  * promise, and an awaited wait for one that is still pending after its microtasks ran). Every step
- * runs under the call's wall-time budget. Never throws; every failure becomes an outcome.
+ * runs under the call's wall-time budget and, with `site.cpu`, its CPU limit (the isolate is
+ * disposed when the call used it up: 1007, `details.limit` `cpu`). Never throws; every failure
+ * becomes an outcome.
  */
 export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResult> {
   const { isolate } = site
   const deadline = new Deadline(job.limits.timeoutMs)
-  const cpuAtStart = isolate.cpuTime
+  const cpu = site.cpu?.limiter ?? new ExactCpu()
+  cpu.arm(site.cpu?.slot ?? 0, job.limits.cpuMs, deadline.startedAt)
+  let used: CallCpu | undefined
+  let endedAt = 0
+  /** ends the CPU watch (once), when the call's work in the isolate ended */
+  const disarm = (): CallCpu => (used ??= cpu.disarm((endedAt = performance.now())))
   const warm = job.context !== 'fresh'
   let instance = warm ? site.instance : undefined
   if (instance !== undefined) site.prepared?.release() // not needed: the call owns it either way
@@ -93,7 +106,7 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
     if (instance === undefined) {
       const prepared = site.prepared?.maxLogBytes === job.maxLogBytes ? site.prepared : undefined
       if (site.prepared !== undefined && prepared === undefined) site.prepared.release()
-      instance = prepared ?? createInstance(isolate, job.maxLogBytes, deadline.remainingMs())
+      instance = prepared ?? createInstance(isolate, job.maxLogBytes, deadline.remainingMs(), site.memoryMb)
       // a deterministic function: seeded Math.random, a fixed clock (after the prelude, which keeps the real clock for log lines)
       if (job.deterministicSeed !== undefined) {
         instance.context.evalClosureSync(DETERMINISTIC_PRELUDE, [job.deterministicSeed, DETERMINISTIC_EPOCH_MS], { timeout: deadline.remainingMs() })
@@ -116,11 +129,22 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
         instance.wait.apply(undefined, [], { timeout: deadline.remainingMs(), result: { promise: true } }) as Promise<unknown>,
       )
     }
-    verdict = readEnvelope(text, job.functionName, job.maxLogBytes)
+    const { stopped, cpuMs } = disarm()
+    verdict = stopped ? cpuExceeded(job, cpuMs) : readEnvelope(text, job.functionName, job.maxLogBytes, job.limits.memoryMb)
   } catch (err) {
-    verdict = classify(err, isolate, job, phase)
+    const { stopped, cpuMs } = disarm()
+    verdict = stopped ? cpuExceeded(job, cpuMs) : classify(err, isolate, job, phase)
   }
-  const wallTimeMs = deadline.elapsedMs()
+  const { stopped, exceeded, cpuMs: cpuTimeMs } = used ?? disarm()
+  const wallTimeMs = endedAt - deadline.startedAt
+  // a stopped call's isolate is disposed by the terminator (now, or in a moment)
+  if (stopped && !isolate.isDisposed) {
+    try {
+      isolate.dispose()
+    } catch {
+      // the terminator was first
+    }
+  }
 
   let responsive = !isolate.isDisposed
   if (verdict.logs === undefined) {
@@ -128,29 +152,26 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
     if (logs === undefined) responsive = false
     verdict.logs = logs ?? []
   }
-  const cpuTimeMs = cpuSince(isolate, cpuAtStart)
   let memoryBytes = 0
   if (responsive && !isolate.isDisposed) {
     try {
-      memoryBytes = isolate.getHeapStatisticsSync().used_heap_size
+      // the heap and what the allocator holds outside it (ArrayBuffers, and the charges of Wasm
+      // memories, resizable buffers, compiled modules and Intl objects: js-memory-guard.ts)
+      const heap = isolate.getHeapStatisticsSync()
+      memoryBytes = heap.used_heap_size + heap.externally_allocated_size
     } catch {
       responsive = false
     }
   }
-  const reusable = verdict.status !== 'timeout' && responsive && !isolate.isDisposed
+  // past its memory limit, the isolate is discarded with whatever it held
+  const overMemory = verdict.status === 'error' && verdict.error.details.limit === 'memory'
+  const reusable = verdict.status !== 'timeout' && !overMemory && responsive && !isolate.isDisposed
   // a warm instance survives a call that threw or returned a bad result, not one that failed to load
   const keep = warm && reusable && loaded ? instance : undefined
   if (instance && instance !== keep) instance.release()
 
-  if (verdict.status === 'success' && cpuTimeMs > job.limits.cpuMs) {
-    verdict = {
-      status: 'error',
-      logs: verdict.logs,
-      error: new SvcError('EXECUTION_FAILED', `the function used ${Math.round(cpuTimeMs)} ms of CPU time, over its limit of ${job.limits.cpuMs} ms`, {
-        details: { limit: 'cpu', cpuTimeMs, cpuMs: job.limits.cpuMs },
-      }),
-    }
-  }
+  // a call that ended just past its limit, before the watchdog's next look, fails all the same
+  if (verdict.status === 'success' && exceeded) verdict = { ...cpuExceeded(job, cpuTimeMs), logs: verdict.logs }
   const outcome: WireOutcome = { status: verdict.status, logs: verdict.logs ?? [], wallTimeMs, cpuTimeMs, memoryBytes }
   if (verdict.status === 'success') {
     if (verdict.resultJson !== undefined) outcome.resultJson = verdict.resultJson
@@ -160,12 +181,17 @@ export async function runCall(site: CallSite, job: ExecuteJob): Promise<CallResu
   return { outcome, reusable, instance: keep }
 }
 
-/** A new context with the prelude installed (no user code has run in it yet). */
-export function createInstance(isolate: ivm.Isolate, maxLogBytes: number, timeoutMs: number): JsInstance {
+/**
+ * A new context with the prelude installed (no user code has run in it yet), for an isolate whose
+ * memory limit is `memoryMb`.
+ */
+export function createInstance(isolate: ivm.Isolate, maxLogBytes: number, timeoutMs: number, memoryMb: number): JsInstance {
   const context = isolate.createContextSync()
   const handles: Array<{ release(): void }> = []
   try {
-    const api = context.evalClosureSync(PRELUDE, [maxLogBytes], { timeout: timeoutMs, result: { reference: true } })
+    const install = preludeOf(isolate).runSync(context, { timeout: timeoutMs, reference: true }) as ivm.Reference
+    handles.push(install)
+    const api = install.applySync(undefined, [maxLogBytes, memoryMb], { timeout: timeoutMs, result: { reference: true } }) as ivm.Reference
     handles.push(api)
     const get = (name: string): ivm.Reference => {
       const ref = api.getSync(name, { reference: true }) as ivm.Reference
@@ -174,12 +200,26 @@ export function createInstance(isolate: ivm.Isolate, maxLogBytes: number, timeou
     }
     const [bind, call, poll, wait, drain] = ['bind', 'call', 'poll', 'wait', 'drain'].map(get) as [ivm.Reference, ivm.Reference, ivm.Reference, ivm.Reference, ivm.Reference]
     releaseQuietly(api)
+    releaseQuietly(install)
     return new JsInstance(context, call, poll, wait, drain, bind, [], maxLogBytes)
   } catch (err) {
     for (const handle of handles) releaseQuietly(handle)
     releaseQuietly(context)
     throw err
   }
+}
+
+/** The prelude compiled once per isolate (compiling it took most of a new context's time). */
+const preludes = new WeakMap<ivm.Isolate, ivm.Script>()
+
+/** The prelude as a script whose value is a function of ($0, $1), compiled for `isolate` once. */
+function preludeOf(isolate: ivm.Isolate): ivm.Script {
+  let script = preludes.get(isolate)
+  if (script === undefined) {
+    script = isolate.compileScriptSync(`(function ($0, $1) {${PRELUDE}})`, { filename: 'svc-prelude.js' })
+    preludes.set(isolate, script)
+  }
+  return script
 }
 
 function loadFromScript(script: ivm.Script, context: ivm.Context, name: string, deadline: Deadline): ivm.Reference {
@@ -249,7 +289,7 @@ function notDefined(name: string, mode: 'script' | 'module'): SvcError {
 }
 
 /** The verdict of an envelope (see js-prelude.ts for its forms). */
-function readEnvelope(text: unknown, name: string, maxLogBytes: number): Verdict {
+function readEnvelope(text: unknown, name: string, maxLogBytes: number, memoryMb: number): Verdict {
   if (typeof text === 'string') {
     if (text === 'U') return { status: 'success', logs: [] }
     if (text.charCodeAt(0) === 0x53 /* S */) return { status: 'success', resultJson: text.slice(1), logs: [] }
@@ -267,6 +307,9 @@ function readEnvelope(text: unknown, name: string, maxLogBytes: number): Verdict
   const errorMessage = clip(String(error.message ?? ''), MAX_MESSAGE_CHARS)
   const details: Record<string, unknown> = { errorName }
   if (typeof error.stack === 'string') details.stack = clip(error.stack, MAX_STACK_CHARS)
+  if (parsed.kind === 'threw' && errorName === 'RangeError' && isMemoryRefusal(errorMessage)) {
+    return { status: 'error', logs, error: memoryExceeded(memoryMb, errorMessage) }
+  }
   if (parsed.kind === 'result') {
     return {
       status: 'error',
@@ -275,6 +318,34 @@ function readEnvelope(text: unknown, name: string, maxLogBytes: number): Verdict
     }
   }
   return { status: 'error', logs, error: new SvcError('EXECUTION_FAILED', `'${name}' threw ${errorName}: ${errorMessage}`, { details }) }
+}
+
+/**
+ * What an allocation past the memory limit throws inside the isolate: the guard's refusals
+ * (js-memory-guard.ts), the allocator's ("Array buffer allocation failed") and V8's for a Wasm
+ * memory it cannot reserve or grow.
+ */
+function isMemoryRefusal(message: string): boolean {
+  return message.startsWith(MEMORY_REFUSAL_PREFIX) || message === 'Array buffer allocation failed' ||
+    message.endsWith('could not allocate memory') || message.endsWith('Maximum memory size exceeded')
+}
+
+/** The memory limit's error (EXECUTION_FAILED, `details.limit` `memory`); `what`: the refusal inside the isolate. */
+function memoryExceeded(memoryMb: number, what?: string): SvcError {
+  const message = `the function exceeded its memory limit of ${memoryMb} MB`
+  return new SvcError('EXECUTION_FAILED', what === undefined ? message : `${message} (${what})`, {
+    details: { limit: 'memory', memoryMb },
+  })
+}
+
+/** The CPU limit's error (EXECUTION_FAILED, `details.limit` `cpu`). */
+function cpuExceeded(job: ExecuteJob, usedMs: number): Extract<Verdict, { status: 'error' | 'timeout' }> {
+  return {
+    status: 'error',
+    error: new SvcError('EXECUTION_FAILED', `the function used ${Math.round(usedMs)} ms of CPU time, over its CPU limit of ${job.limits.cpuMs} ms`, {
+      details: { limit: 'cpu', cpuTimeMs: usedMs, cpuMs: job.limits.cpuMs },
+    }),
+  }
 }
 
 function classify(err: unknown, isolate: ivm.Isolate, job: ExecuteJob, phase: Phase): Verdict {
@@ -286,14 +357,7 @@ function classify(err: unknown, isolate: ivm.Isolate, job: ExecuteJob, phase: Ph
       }),
     }
   }
-  if (isolate.isDisposed) {
-    return {
-      status: 'error',
-      error: new SvcError('EXECUTION_FAILED', `the function exceeded its memory limit of ${job.limits.memoryMb} MB`, {
-        details: { limit: 'memory', memoryMb: job.limits.memoryMb },
-      }),
-    }
-  }
+  if (isolate.isDisposed) return { status: 'error', error: memoryExceeded(job.limits.memoryMb) }
   if (isSvcError(err)) return { status: 'error', error: err }
   const what = clip(err instanceof Error ? `${err.name}: ${err.message}` : String(err), MAX_MESSAGE_CHARS)
   if (phase === 'load') {
@@ -334,12 +398,20 @@ function logsOf(parsed: Record<string, unknown>, maxLogBytes: number): LogLine[]
   return logs
 }
 
-/** CPU time the isolate spent since `start` (isolated-vm counts bigint nanoseconds). */
-function cpuSince(isolate: ivm.Isolate, start: bigint): number {
-  try {
-    return Number(isolate.cpuTime - start) / 1e6
-  } catch {
-    return 0
+/** A call's CPU measured exactly, without a limiter (see CpuLimiter): two readings of the process's CPU. */
+class ExactCpu {
+  private from: NodeJS.CpuUsage = { user: 0, system: 0 }
+  private limitMs = 0
+
+  arm(_slot: number, limitMs: number): void {
+    this.limitMs = limitMs
+    this.from = process.cpuUsage()
+  }
+
+  disarm(): CallCpu {
+    const used = process.cpuUsage(this.from)
+    const cpuMs = (used.user + used.system) / 1000
+    return { cpuMs, stopped: false, exceeded: cpuMs > this.limitMs }
   }
 }
 

@@ -1,7 +1,11 @@
+import { MEMORY_GUARD } from './js-memory-guard.js'
+
 /**
  * Code evaluated once in each isolate context before the function's source (as the body of an
- * `evalClosure`, with `$0` = the log cap in bytes). It installs a `console` that records lines
- * inside the isolate, and returns `{ bind, call, poll, wait, drain }`:
+ * `evalClosure`, with `$0` = the log cap in bytes and `$1` = the isolate's memory limit in MB). It
+ * charges what the function can allocate outside the V8 heap to that limit (js-memory-guard.ts),
+ * installs a `console` that records lines inside the isolate, and returns
+ * `{ bind, call, poll, wait, drain }`:
  *
  * - `bind(fn)` keeps the function the source defined; every later `call` calls it.
  * - `call(callJson)` starts a call with the arguments in `callJson` (`{ values, missing }`), after
@@ -21,6 +25,7 @@
  */
 export const PRELUDE = String.raw`
 'use strict';
+${MEMORY_GUARD}
 const maxBytes = $0;
 const stringify = JSON.stringify;
 const parse = JSON.parse;

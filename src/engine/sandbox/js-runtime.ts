@@ -1,5 +1,6 @@
 import ivm from 'isolated-vm'
 import { isSvcError, SvcError } from '../../core/errors.js'
+import { CpuLimiter } from './cpu-limit.js'
 import { toWireError, type ContextMode, type ExecuteJob, type WireOutcome } from './ipc.js'
 import { createInstance, JsInstance, runCall } from './js-call.js'
 import { compileJavaScript, toJavaScript, type CompiledSource } from './js-compile.js'
@@ -26,6 +27,9 @@ class WarmIsolate implements WarmEntry {
 
   constructor(
     readonly isolate: ivm.Isolate,
+    /** the isolate's slot in the runtime's CPU limiter */
+    readonly slot: number,
+    private readonly limiter: CpuLimiter,
     readonly memoryMb: number,
     readonly sourceDigest: string,
     readonly context: ContextMode,
@@ -68,6 +72,7 @@ class WarmIsolate implements WarmEntry {
     }
     this.compiled = undefined
     if (!this.isolate.isDisposed) this.isolate.dispose()
+    this.limiter.forget(this.slot)
   }
 }
 
@@ -82,16 +87,22 @@ class WarmIsolate implements WarmEntry {
  * get a fresh context, the next call's context is made while the worker is idle after the call.
  */
 export class JsRuntime implements LanguageRuntime {
-  private spare: { isolate: ivm.Isolate; memoryMb: number; prepared: JsInstance | undefined } | undefined
+  private spare: { isolate: ivm.Isolate; slot: number; memoryMb: number; prepared: JsInstance | undefined } | undefined
   /** the memory limit and log budget of the spare to make when the worker is idle next */
   private spareWanted: { memoryMb: number; maxLogBytes: number } | undefined
   /** the key (its isolate) whose next call needs a new context: made when the worker is idle next */
   private preparedWanted: { entry: WarmIsolate; maxLogBytes: number } | undefined
 
+  /** stops a call once it used its CPU limit, while it runs */
+  private readonly cpu: CpuLimiter
+
   constructor(
     private readonly warm: WarmStore,
     private readonly onCatastrophicError: (message: string) => void,
-  ) {}
+    onFault: (message: string) => void = (message) => process.stderr.write(`sandbox worker ${process.pid}: ${message}\n`),
+  ) {
+    this.cpu = new CpuLimiter(onFault)
+  }
 
   async execute(job: ExecuteJob, hooks: RunHooks): Promise<WireOutcome> {
     const entry = this.acquire(job)
@@ -107,7 +118,14 @@ export class JsRuntime implements LanguageRuntime {
       }
       hooks.onStarted()
       const needsInstance = contextOf(job) === 'fresh' || entry.instance === undefined
-      const result = await runCall({ isolate: entry.isolate, compiled, instance: entry.instance, prepared: needsInstance ? entry.takePrepared() : undefined }, job)
+      const result = await runCall({
+        isolate: entry.isolate,
+        memoryMb: entry.memoryMb,
+        compiled,
+        instance: entry.instance,
+        prepared: needsInstance ? entry.takePrepared() : undefined,
+        cpu: { limiter: this.cpu, slot: entry.slot },
+      }, job)
       reusable = result.reusable
       entry.instance = result.instance
       entry.lastMemoryBytes = result.outcome.memoryBytes
@@ -135,19 +153,20 @@ export class JsRuntime implements LanguageRuntime {
     const wanted = this.preparedWanted
     this.preparedWanted = undefined
     if (wanted !== undefined && wanted.entry.prepared === undefined && !wanted.entry.isolate.isDisposed && this.warm.peek(wanted.entry.key) === wanted.entry) {
-      wanted.entry.prepared = prepareQuietly(wanted.entry.isolate, wanted.maxLogBytes)
+      wanted.entry.prepared = prepareQuietly(wanted.entry.isolate, wanted.maxLogBytes, wanted.entry.memoryMb)
     }
     const spareWanted = this.spareWanted
     this.spareWanted = undefined
     if (spareWanted === undefined || (this.spare?.memoryMb === spareWanted.memoryMb && !this.spare.isolate.isDisposed)) return
     this.disposeSpare()
-    const isolate = this.newIsolate(spareWanted.memoryMb)
-    this.spare = { isolate, memoryMb: spareWanted.memoryMb, prepared: prepareQuietly(isolate, spareWanted.maxLogBytes) }
+    const { isolate, slot } = this.newIsolate(spareWanted.memoryMb)
+    this.spare = { isolate, slot, memoryMb: spareWanted.memoryMb, prepared: prepareQuietly(isolate, spareWanted.maxLogBytes, spareWanted.memoryMb) }
   }
 
-  /** Disposes the spare isolate (the warm LRU disposes the rest). */
+  /** Disposes the spare isolate and the CPU limiter's helpers (the warm LRU disposes the rest). */
   dispose(): void {
     this.disposeSpare()
+    this.cpu.dispose()
   }
 
   private disposeSpare(): void {
@@ -156,6 +175,7 @@ export class JsRuntime implements LanguageRuntime {
     if (spare === undefined) return
     spare.prepared?.release()
     if (!spare.isolate.isDisposed) spare.isolate.dispose()
+    this.cpu.forget(spare.slot)
   }
 
   private acquire(job: ExecuteJob): WarmIsolate {
@@ -163,25 +183,27 @@ export class JsRuntime implements LanguageRuntime {
     if (held instanceof WarmIsolate && held.matches(job)) return held
     held?.dispose()
     const memoryMb = memoryLimitOf(job)
-    let isolate: ivm.Isolate
+    let made: { isolate: ivm.Isolate; slot: number }
     let prepared: JsInstance | undefined
     const spare = this.spare
     if (spare && spare.memoryMb === memoryMb && !spare.isolate.isDisposed) {
-      isolate = spare.isolate
+      made = spare
       prepared = spare.prepared
       this.spare = undefined
     } else {
-      isolate = this.newIsolate(memoryMb)
+      made = this.newIsolate(memoryMb)
     }
     // the next new key will likely want one of the same size and log budget: made once this call is answered
     this.spareWanted = { memoryMb, maxLogBytes: job.maxLogBytes }
-    const entry = new WarmIsolate(isolate, memoryMb, job.sourceDigest, contextOf(job), job.key, job.account)
+    const entry = new WarmIsolate(made.isolate, made.slot, this.cpu, memoryMb, job.sourceDigest, contextOf(job), job.key, job.account)
     entry.prepared = prepared
     return entry
   }
 
-  private newIsolate(memoryMb: number): ivm.Isolate {
-    return new ivm.Isolate({ memoryLimit: memoryMb, onCatastrophicError: this.onCatastrophicError })
+  /** A new isolate, registered with the CPU limiter. */
+  private newIsolate(memoryMb: number): { isolate: ivm.Isolate; slot: number } {
+    const isolate = new ivm.Isolate({ memoryLimit: memoryMb, onCatastrophicError: this.onCatastrophicError })
+    return { isolate, slot: this.cpu.register(isolate) }
   }
 }
 
@@ -192,9 +214,9 @@ const PREPARE_TIMEOUT_MS = 2_000
  * A new context with the prelude installed, or undefined when it cannot be made (an isolate out of
  * memory, a prelude over time on a starved host): the call then makes its own, as it always could.
  */
-function prepareQuietly(isolate: ivm.Isolate, maxLogBytes: number): JsInstance | undefined {
+function prepareQuietly(isolate: ivm.Isolate, maxLogBytes: number, memoryMb: number): JsInstance | undefined {
   try {
-    return createInstance(isolate, maxLogBytes, PREPARE_TIMEOUT_MS)
+    return createInstance(isolate, maxLogBytes, PREPARE_TIMEOUT_MS, memoryMb)
   } catch {
     return undefined
   }

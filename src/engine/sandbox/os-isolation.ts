@@ -217,8 +217,17 @@ function findExecutable(name: string): string | undefined {
 
 /** The environment of a walled worker: nothing of the node's (it may hold keys). */
 function workerEnv(): NodeJS.ProcessEnv {
-  return { PATH: WORKER_PATH, HOME: '/tmp', TMPDIR: '/tmp', LANG: 'C.UTF-8', TZ: WORKER_TZ }
+  return { PATH: WORKER_PATH, HOME: '/tmp', TMPDIR: '/tmp', LANG: 'C.UTF-8', TZ: WORKER_TZ, ...WORKER_MALLOC }
 }
+
+/**
+ * glibc malloc in every worker serves blocks of 128 KiB and more with their own mappings (its
+ * threshold otherwise rises up to 32 MiB as blocks are freed): such a block costs no resident memory
+ * until written, so the charges that count a function's memory outside the V8 heap against its limit
+ * (js-memory-guard.ts), never written, cost address space only; and a freed block goes back to the
+ * system at once, which the worker's memory bound reads.
+ */
+const WORKER_MALLOC = { MALLOC_MMAP_THRESHOLD_: String(128 * 1024) }
 
 /**
  * Every worker's time zone, whatever the node's: a function's local time (`Date#getHours`,
@@ -325,13 +334,18 @@ export interface NodeScript {
 /**
  * Starts a node script behind the wall (or forks it plainly when there is none), with standard
  * output and error piped and node's IPC channel as fd 3: an inherited descriptor, which the wall
- * passes through. The one way sandbox workers are started.
+ * passes through. `prefix`: command words run first, outside the wall, that end by executing the
+ * rest (a worker's cgroup placement, cgroups.ts). The one way sandbox workers are started.
  */
-export function launchNodeScript(isolation: OsIsolation | undefined, script: NodeScript): ChildProcess {
+export function launchNodeScript(isolation: OsIsolation | undefined, script: NodeScript, prefix: readonly string[] = []): ChildProcess {
   const stdio: StdioOptions = ['ignore', 'pipe', 'pipe', 'ipc']
   if (isolation === undefined || isolation.status.layer === 'none') {
-    return fork(script.path, script.args, { execArgv: script.execArgv, stdio, serialization: 'json', env: { ...process.env, TZ: WORKER_TZ } })
+    const env = { ...process.env, TZ: WORKER_TZ, ...WORKER_MALLOC }
+    if (prefix.length === 0) return fork(script.path, script.args, { execArgv: script.execArgv, stdio, serialization: 'json', env })
+    const argv = [...prefix, process.execPath, ...script.execArgv, script.path, ...script.args]
+    return spawn(argv[0]!, argv.slice(1), { env, stdio, serialization: 'json' })
   }
   const cmd = isolation.wrap([process.execPath, ...script.execArgv, script.path, ...script.args])
-  return spawn(cmd.file, cmd.args, { env: cmd.env, stdio, serialization: 'json' })
+  const argv = [...prefix, cmd.file, ...cmd.args]
+  return spawn(argv[0]!, argv.slice(1), { env: cmd.env, stdio, serialization: 'json' })
 }

@@ -153,6 +153,7 @@ class SandboxPool implements Sandbox {
       executions: this.executions,
       perWorker,
       osIsolation: this.init.osIsolation?.status ?? { mode: 'off', layer: 'none', uid: null, network: 'host', reason: 'no OS wall configured' },
+      memoryBound: this.init.memoryBound?.status ?? { mode: 'off', workerMemoryMb: 0, cgroup: 'none', cgroupMemoryMb: null, pidsMax: null, reason: 'no worker memory bound configured' },
     }
   }
 
@@ -202,6 +203,7 @@ class SandboxPool implements Sandbox {
       pythonKillGraceMs: this.pythonKillGraceMs,
       logger: this.init.logger,
       ...(this.init.osIsolation && { isolation: this.init.osIsolation }),
+      ...(this.init.memoryBound && { memoryBound: this.init.memoryBound }),
       onExit: (w, exit) => this.onWorkerExit(w, exit),
     })
     this.workers.add(worker)

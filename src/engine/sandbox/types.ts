@@ -1,4 +1,5 @@
 import type { SvcError } from '../../core/errors.js'
+import type { MemoryBound, MemoryBoundStatus } from './cgroups.js'
 import type { OsIsolation, OsIsolationStatus } from './os-isolation.js'
 
 /** Limits applied to one execution. */
@@ -6,11 +7,19 @@ export interface ExecutionLimits {
   /** Wall-clock budget of the call (including awaiting its promise); exceeded → 1004. */
   timeoutMs: number
   /**
-   * JavaScript: heap limit of the isolate, in MB (isolated-vm's minimum of 8 applies). Python: how
-   * much the call may grow the interpreter's heap, in MB. Exceeded → 1007.
+   * JavaScript: the isolate's memory, in MB (isolated-vm's minimum of 8 applies): its heap and
+   * everything the function allocates outside it (ArrayBuffers, WebAssembly memories charged at their
+   * maximum, one at most ¾ of the limit, resizable buffers at their maximum length, compiled Wasm,
+   * Intl objects; js-memory-guard.ts). Python: how much the call may grow the interpreter's heap, in
+   * MB. Exceeded → 1007, `details.limit` `memory`.
    */
   memoryMb: number
-  /** CPU time the call may spend; checked after the call, exceeded → 1007. */
+  /**
+   * CPU time the call may spend (its worker process's CPU while it runs, never wall time: a call
+   * held off the CPU by a busy machine is not failed for it). JavaScript: enforced while the call
+   * runs, the call stopped within about the limit + 100 ms of CPU and its isolate discarded;
+   * exceeded → 1007, `details.limit` `cpu`.
+   */
   cpuMs: number
 }
 
@@ -111,7 +120,11 @@ export interface SandboxOutcome {
   logs: LogLine[]
   wallTimeMs: number
   cpuTimeMs: number
-  /** Isolate heap in use after the call (0 when unknown, e.g. after the isolate was lost). */
+  /**
+   * Memory the call's isolate holds after the call: its heap and what it holds outside it
+   * (ArrayBuffers, WebAssembly memories, Intl objects: js-memory-guard.ts); 0 when unknown, e.g.
+   * after the isolate was lost.
+   */
   memoryBytes: number
   /** Worker process that ran the call (0 when the request never reached a worker). */
   workerPid: number
@@ -160,6 +173,8 @@ export interface SandboxStats {
   perWorker: SandboxWorkerStats[]
   /** The OS wall the workers run behind. */
   osIsolation: OsIsolationStatus
+  /** The workers' total memory bound and the cgroups that back it. */
+  memoryBound: MemoryBoundStatus
 }
 
 /** A supervised pool of worker processes running functions in isolates. */
@@ -256,5 +271,10 @@ export interface SandboxInit {
   pythonKillGraceMs?: number
   /** The OS wall around each worker (`resolveOsIsolation`); unset: plain worker processes. */
   osIsolation?: OsIsolation
+  /**
+   * Each worker's total memory bound and its cgroup (`resolveMemoryBound`): a worker past the bound
+   * after a call answers that call with the memory error and is replaced. Unset: no bound.
+   */
+  memoryBound?: MemoryBound
   logger?: SandboxLogger
 }

@@ -3,7 +3,9 @@ import { createRequire } from 'node:module'
 import { dirname, extname, join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { isWorkerMessage, sourceCapacity, type ExecuteJob, type SupervisorMessage, type WireOutcome, type WorkerConfig } from './ipc.js'
+import { SvcError } from '../../core/errors.js'
+import type { MemoryBound, WorkerCgroup } from './cgroups.js'
+import { isWorkerMessage, sourceCapacity, toWireError, type ExecuteJob, type SupervisorMessage, type WireOutcome, type WorkerConfig } from './ipc.js'
 import { LruCache } from '../lru.js'
 import { launchNodeScript, type OsIsolation } from './os-isolation.js'
 import type { SandboxLogger } from './types.js'
@@ -13,6 +15,8 @@ const PREPARE_ALLOWANCE_MS = 5_000
 /** The same for Python: a worker's first Python call loads Pyodide (~3 s, more on a busy host) and may install wheels. */
 const PYTHON_PREPARE_ALLOWANCE_MS = 30_000
 const READY_TIMEOUT_MS = 15_000
+/** A worker that said it exits for its memory bound is killed if it has not exited by then. */
+const RETIRE_GRACE_MS = 5_000
 const MAX_FORWARDED_LINE = 2_000
 
 /**
@@ -50,14 +54,18 @@ export interface WorkerProcessOptions {
   logger?: SandboxLogger
   /** the OS wall the worker runs behind (none: a plain fork) */
   isolation?: OsIsolation
+  /** the worker's total memory bound (checked inside it after each call) and its cgroup, when the node uses cgroups */
+  memoryBound?: MemoryBound
   onExit(worker: WorkerProcess, exit: WorkerExit): void
 }
 
 export interface WorkerExit {
   code: number | null
   signal: NodeJS.Signals | null
-  /** Whether the supervisor asked for it (shutdown, watchdog). */
+  /** Whether the supervisor asked for it (shutdown, watchdog), or the worker said it would (its memory bound). */
   expected: boolean
+  /** The worker's cgroup killed it for its memory limit (the kernel's OOM killer). */
+  oomKilled?: boolean
 }
 
 export type RunResult =
@@ -95,11 +103,16 @@ export class WorkerProcess {
   private readonly child: ChildProcess
   /** digests of the sources this worker was sent (it keeps as many; a miss is asked back) */
   private readonly sentSources: LruCache<true>
+  /** the worker's memory (and pids) cgroup, when the node uses cgroups */
+  private readonly cgroup: WorkerCgroup | undefined
 
   constructor(private readonly options: WorkerProcessOptions) {
     const entry = workerEntry()
     this.sentSources = new LruCache<true>(sourceCapacity(options.config.maxWarmIsolates), () => undefined)
-    this.child = launchNodeScript(options.isolation, { ...entry, args: [JSON.stringify(options.config)] })
+    const bound = options.memoryBound
+    const config: WorkerConfig = bound !== undefined && bound.workerMemoryMb > 0 ? { ...options.config, workerMemoryMb: bound.workerMemoryMb } : options.config
+    this.cgroup = bound?.cgroupForWorker()
+    this.child = launchNodeScript(options.isolation, { ...entry, args: [JSON.stringify(config)] }, this.cgroup?.prefix)
     this.pid = this.child.pid ?? 0
     this.forwardOutput(this.child.stdout, 'stdout')
     this.forwardOutput(this.child.stderr, 'stderr')
@@ -121,10 +134,17 @@ export class WorkerProcess {
     const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
       if (this.state === 'exited') return
       clearTimeout(readyTimer)
+      clearTimeout(this.retireTimer)
       const exit: WorkerExit = { code, signal, expected: this.expectedExit }
+      // the kernel counts its OOM kills in the cgroup: such a death is the running call's memory error
+      if (this.cgroup !== undefined && this.cgroup.oomKills() > 0) exit.oomKilled = true
       this.state = 'exited'
       const running = this.running
-      running?.settle({ kind: 'lost', started: running.started, reason: describeExit(exit), elapsedMs: this.elapsed(running) })
+      if (running && exit.oomKilled) running.settle({ kind: 'done', outcome: this.oomOutcome(running) })
+      else running?.settle({ kind: 'lost', started: running.started, reason: describeExit(exit), elapsedMs: this.elapsed(running) })
+      if (exit.oomKilled) options.logger?.warn({ pid: this.pid, cgroup_memory_mb: options.memoryBound?.status.cgroupMemoryMb }, 'sandbox worker killed by its cgroup memory limit')
+      const cgroup = this.cgroup
+      cgroup?.remove().catch((err: unknown) => options.logger?.warn({ pid: this.pid, err: err instanceof Error ? err.message : String(err) }, 'sandbox worker cgroup not removed'))
       this.child.removeAllListeners('message')
       failReady(new Error(`sandbox worker ${this.pid} exited before it was ready (${describeExit(exit)})`))
       markExited(exit)
@@ -149,6 +169,31 @@ export class WorkerProcess {
       else if (message.type === 'need-source') this.onNeedSource(message.id)
       else if (message.type === 'result') this.onResult(message.id, message.outcome, message.warmKeys, message.warmScopes)
     })
+  }
+
+  private retireTimer: NodeJS.Timeout | undefined
+
+  /**
+   * The worker answered that it passed its memory bound and exits now: it takes no further call,
+   * and its exit is expected (it is killed if it lingers).
+   */
+  private onRetiring(outcome: WireOutcome): void {
+    if (this.state !== 'ready') return
+    this.state = 'exiting'
+    this.expectedExit = true
+    this.options.logger?.warn({ pid: this.pid, worker_memory_mb: this.options.memoryBound?.workerMemoryMb, rss_bytes: outcome.error?.details.workerRssBytes },
+      'sandbox worker passed its memory bound; replacing it')
+    this.retireTimer = setTimeout(() => this.kill(), RETIRE_GRACE_MS)
+  }
+
+  /** The memory error of a call whose worker the cgroup's OOM killer killed. */
+  private oomOutcome(running: Running): WireOutcome {
+    const bound = this.options.memoryBound?.status
+    const error = new SvcError('EXECUTION_FAILED',
+      `the sandbox worker running the function was killed by its cgroup memory limit of ${bound?.cgroupMemoryMb ?? '?'} MB; it is replaced`, {
+        details: { limit: 'memory', memoryMb: running.job.limits.memoryMb, cgroupMemoryMb: bound?.cgroupMemoryMb ?? null, reason: 'oom_kill' },
+      })
+    return { status: 'error', error: toWireError(error), logs: [], wallTimeMs: this.elapsed(running), cpuTimeMs: 0, memoryBytes: 0 }
   }
 
   /** Ready and not running a call. */
@@ -273,6 +318,7 @@ export class WorkerProcess {
     // each list comes only when it changed
     if (warmKeys) this.warmKeys = new Set(warmKeys.filter((k): k is string => typeof k === 'string'))
     if (warmScopes) this.warmScopes = new Set(warmScopes.filter((k): k is string => typeof k === 'string'))
+    if (outcome.retiring === true) this.onRetiring(outcome)
     const running = this.running
     if (running && running.id === id) running.settle({ kind: 'done', outcome })
   }

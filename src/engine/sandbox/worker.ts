@@ -17,6 +17,7 @@ import {
 } from './ipc.js'
 import { boundCallOutput } from './call-output.js'
 import { JsRuntime } from './js-runtime.js'
+import { workerMemoryBoundFromArgs } from './memory-bound.js'
 import { PythonRuntime } from './python-runtime.js'
 import type { LanguageRuntime } from './runtime.js'
 import { WarmPool } from './warm-pool.js'
@@ -124,8 +125,15 @@ async function execute(id: number, job: ExecuteJob, timed: boolean): Promise<voi
   } finally {
     busy = false
   }
+  // the worker's total memory bound: a call that leaves it past the bound gets the memory error, and
+  // the worker exits once it answered
+  const retire = memoryBound.check(outcome)
   // the result's size and the logs' stored size are bounded before anything crosses the pipe
   sendResult(id, boundCallOutput(outcome, job), received)
+  if (retire) {
+    memoryBound.retire(shutdown)
+    return
+  }
   // the answer is on its way: a runtime may prepare for the next call now (unless one arrived)
   setImmediate(() => {
     if (!busy) for (const r of runtimes.values()) r.idle?.()
@@ -160,6 +168,7 @@ if (typeof process.send !== 'function') {
 }
 
 const config = readConfig()
+const memoryBound = workerMemoryBoundFromArgs()
 const warm = new WarmPool({
   maxEntries: config.maxWarmIsolates,
   maxBytes: config.maxWarmBytes || Infinity,

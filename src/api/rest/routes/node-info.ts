@@ -1,5 +1,5 @@
 import type { Engine } from '../../../engine/index.js'
-import type { OsIsolationStatus } from '../../../engine/sandbox/index.js'
+import type { MemoryBoundStatus, OsIsolationStatus } from '../../../engine/sandbox/index.js'
 import { defineRoute, type RestRoute } from '../operation.js'
 import { readinessOf, type NodeState } from './system.js'
 import { nodeAboutSchema } from './response-schemas.js'
@@ -11,6 +11,8 @@ export interface NodeInfoInit {
   sandboxWorkers: number
   /** the OS wall around the sandbox workers (execution.os_isolation) */
   sandboxIsolation?: OsIsolationStatus
+  /** the sandbox workers' memory bound and cgroups (execution.worker_memory_mb, execution.cgroups) */
+  sandboxMemoryBound?: MemoryBoundStatus
   /** federation.enabled */
   federation: boolean
 }
@@ -25,7 +27,7 @@ export function nodeInfoRoutes(engine: Engine, init: NodeInfoInit | undefined, c
   return [
     defineRoute({
       method: 'get', path: '/api/v1/node/info', operation: 'system.node_info', access: 'public',
-      summary: 'Version, uptime, readiness, auth mode, sandbox workers and their OS wall, federation on/off (no credentials needed)',
+      summary: 'Version, uptime, readiness, auth mode, sandbox workers with their OS wall and memory bound, federation on/off (no credentials needed)',
       responses: { 200: nodeAboutSchema },
       errors: [],
       async handle(_principal, ctx) {
@@ -40,7 +42,11 @@ export function nodeInfoRoutes(engine: Engine, init: NodeInfoInit | undefined, c
           started_at: lifecycle?.type === 'node.started' ? lifecycle.timestamp : null,
           uptime_s: Math.round(process.uptime()),
           auth_mode: engine.authMode,
-          sandbox: { workers: init?.sandboxWorkers ?? null, os_isolation: osIsolationOf(init?.sandboxIsolation) },
+          sandbox: {
+            workers: init?.sandboxWorkers ?? null,
+            os_isolation: osIsolationOf(init?.sandboxIsolation),
+            memory_bound: memoryBoundOf(init?.sandboxMemoryBound),
+          },
           federation: { enabled: init?.federation ?? engine.federation.port !== undefined },
         }
       },
@@ -58,5 +64,18 @@ function osIsolationOf(status: OsIsolationStatus | undefined): Record<string, un
     network: status.network,
     ...(status.reason !== undefined && { reason: status.reason }),
     ...(status.passedOver !== undefined && { passed_over: status.passedOver }),
+  }
+}
+
+/** The workers' memory bound, for operators: the bound each worker is replaced past, and which cgroup backs it. */
+function memoryBoundOf(status: MemoryBoundStatus | undefined): Record<string, unknown> | null {
+  if (status === undefined) return null
+  return {
+    mode: status.mode,
+    worker_memory_mb: status.workerMemoryMb,
+    cgroup: status.cgroup,
+    cgroup_memory_mb: status.cgroupMemoryMb,
+    pids_max: status.pidsMax,
+    ...(status.reason !== undefined && { reason: status.reason }),
   }
 }

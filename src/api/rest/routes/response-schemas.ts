@@ -358,6 +358,14 @@ export const nodeAboutSchema = z.object({
       reason: z.string().optional().describe('why there is no wall'),
       passed_over: z.string().optional().describe('why the mechanisms tried before the active one failed (bubblewrap before unshare)'),
     }).nullable().describe('the OS wall around the sandbox workers (README, "Sandbox layers")'),
+    memory_bound: z.object({
+      mode: z.enum(['auto', 'required', 'off']).describe('execution.cgroups'),
+      worker_memory_mb: z.int().describe('execution.worker_memory_mb: a worker whose resident memory passes it after a call is replaced, that call failing with 1007 (0: no bound)'),
+      cgroup: z.enum(['v1', 'v2', 'none']).describe('the cgroup hierarchy each worker runs in, its outer memory bound (none: see reason)'),
+      cgroup_memory_mb: z.int().nullable().describe('each worker\'s cgroup memory limit (null without cgroups)'),
+      pids_max: z.int().nullable().describe('each worker\'s cgroup process and thread limit (null without a pids cgroup)'),
+      reason: z.string().optional().describe('why the workers have no cgroups'),
+    }).nullable().describe('the sandbox workers\' memory bound (docs/tenant-isolation/memory.md)'),
   }),
   federation: z.object({ enabled: z.boolean() }),
 })
