@@ -120,7 +120,7 @@ export class FunctionRegistry {
     this.cache = new ResolutionCache(init.cache)
     this.createSchema = createInputSchema({ maxSourceBytes: init.maxSourceBytes })
     const base = init.shareBase
-    this.shareBaseOf = typeof base === 'function' ? () => base().replace(/\/+$/, '') : () => base.replace(/\/+$/, '')
+    this.shareBaseOf = typeof base === 'function' ? () => base().replace(/(?<!\/)\/+$/, '') : () => base.replace(/(?<!\/)\/+$/, '')
     this.metrics.cacheHitRatioSource.read = () => this.cache.hitRatio()
   }
 
