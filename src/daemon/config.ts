@@ -23,6 +23,7 @@ export const configSchema = z.object({
     body_limit_bytes: z.number().int().min(1024),
     share_base: z.string(),
     shutdown_grace_ms: z.number().int().min(0),
+    block_warn_ms: z.number().int().min(0),
     metrics_access: z.enum(['public', 'admin', 'disabled']),
     console: z.boolean(),
     tls: z.object({

@@ -12,7 +12,7 @@ import { CONSOLE_PATH, isConsoleBuilt } from '../api/rest/console.js'
 import { attachEventSocket } from '../api/ws/event-socket.js'
 import { createSandbox, resolveOsIsolation, type OsIsolation } from '../engine/sandbox/index.js'
 import {
-  createCatalogStore, createEngine, createMetrics, EventBus, NodeDatabase, type Engine, type EngineAuthInit, type LevelDatabase,
+  createCatalogStore, createEngine, createMetrics, EventBus, LoopMonitor, NodeDatabase, type Engine, type EngineAuthInit, type LevelDatabase,
 } from '../engine/index.js'
 import { announceAdminKey } from './admin-key.js'
 import { catalogLocation, prepareDataDirectory, StartupFailure } from './data-directory.js'
@@ -87,6 +87,10 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
   const db = nodeDatabase as unknown as LevelDatabase
   const store = createCatalogStore({ db }, { executionFlushMs: config.execution.record_flush_ms })
   const metrics = createMetrics({ defaultMetrics: true })
+  // -- event-loop blocks (issue 27): a stall longer than server.block_warn_ms names its operation --
+  const loopMonitor = config.server.block_warn_ms > 0
+    ? new LoopMonitor({ thresholdMs: config.server.block_warn_ms }, { metrics, logger: logger.child({ component: 'loop' }) })
+    : undefined
   const events = new EventBus()
   const x = config.execution
   // wheels fetched from federation peers (each checked against its pin's sha256), beside the wheelhouse
@@ -197,6 +201,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       return grpcUrl
     },
     async start() {
+      loopMonitor?.start()
       await engine.start()
       // every execution's receipt is signed with the node's libp2p key (docs/receipts.md)
       engine.useReceiptSigner(await loadNodeReceiptSigner(config.federation, config.data_dir))
@@ -275,6 +280,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       await federation?.stop().catch((err: unknown) => logger.warn({ err }, 'federation stop failed'))
       federation = undefined
       await engine.stop()
+      loopMonitor?.stop()
       logger.info('svc-node stopped')
     },
   }
