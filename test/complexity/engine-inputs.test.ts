@@ -173,7 +173,7 @@ describe('manifests, search queries and receipts are linear (or bounded first)',
     await expectLinear('checkManifest: many pip dependencies', 4096, (size) => ({
       schemaVersion: '1.0', name: 'f', version: '1.0.0',
       dependencies: { pip: Array.from({ length: size }, (_, i) => ({ name: `p${i}`, version: `>=1.${i},<2` })) },
-    }), (m) => refusedWith(1006, () => checkManifest(m)), 40)
+    }), (m) => refusedWith(1006, () => checkManifest(m)), 200) // ~200 bytes of heap per dependency
   })
 
   it('search queries: words are counted in linear time, and a query past MAX_QUERY_CHARS is refused unread', async () => {
