@@ -4,6 +4,7 @@
 // adapters never import each other; nothing imports daemon or cli.
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
+import regexp from 'eslint-plugin-regexp'
 
 const protocolLibraries = ['koa', '@koa/*', 'graphql', 'graphql-*', '@grpc/*', 'ws', 'libp2p', '@libp2p/*', '@chainsafe/*']
 const restrict = (groups, message) => ({
@@ -29,6 +30,18 @@ export default tseslint.config(
     files: ['src/**/*.ts', 'console/src/**/*.ts', 'console/src/**/*.tsx'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: { '@typescript-eslint/no-floating-promises': 'error' },
+  },
+  {
+    // issue 27: a regex whose matching time grows faster than its input lets one request freeze the
+    // node for every tenant (V8's engine backtracks: `[ \t]+$` on a long blank run was quadratic).
+    // Where a flagged pattern only ever sees a bounded, trusted input, disable the rule on that line
+    // with the reason; caller input gets a linear pattern or a hand-written scan.
+    files: ['src/**/*.ts'],
+    plugins: { regexp },
+    rules: {
+      'regexp/no-super-linear-backtracking': 'error',
+      'regexp/no-super-linear-move': 'error',
+    },
   },
   {
     files: ['src/core/**'],

@@ -14,6 +14,9 @@ import { SvcError } from '../core/errors.js'
  * - malformed JSON, a body that was cut off, an unknown Content-Encoding: 400 (1006);
  * - a key `__proto__`, or `constructor` holding a `prototype`, anywhere in the document: 400 (1006),
  *   as @hapi/bourne refused them (prototype poisoning of code that merges the body);
+ * - a document nested deeper than MAX_JSON_DEPTH arrays and objects: 400 (1006), before anything
+ *   recursive walks it (canonical JSON, manifest checks, serialization to the sandbox ran out of
+ *   stack on 20,000 levels: a 500 where the caller's input was at fault);
  * - `gzip`, `deflate`, `br` and `identity` Content-Encodings are read; a leading BOM is ignored;
  * - an empty body reads as `''` (no document), other methods as `undefined` (nothing read).
  */
@@ -28,6 +31,10 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
   }
   const text = await readText(decoded(req, encoding), limitBytes, req)
   if (text === '') return ''
+  // before parsing: V8's parser slows down more than linearly past ~500,000 levels
+  if (text.length > MAX_JSON_DEPTH && depthExceeds(text, MAX_JSON_DEPTH)) {
+    throw malformed(`the document is nested deeper than ${MAX_JSON_DEPTH} arrays and objects`)
+  }
   let value: unknown
   try {
     value = JSON.parse(text)
@@ -36,6 +43,35 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
   }
   if (SUSPECT_KEY.test(text)) refusePoisoning(value)
   return value
+}
+
+/** The deepest nesting of arrays and objects a JSON body may have. */
+export const MAX_JSON_DEPTH = 1000
+
+/**
+ * Whether the JSON `text` (not parsed yet: it may be malformed, then the answer only counts
+ * brackets outside strings) nests arrays and objects deeper than `max`: one scan that skips
+ * strings and stops at the first level past `max` (a document deeper than `max` is at least `max`
+ * characters long, so shorter bodies are never scanned).
+ */
+function depthExceeds(text: string, max: number): boolean {
+  let depth = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 34 /* " */) {
+      // to the closing quote: a backslash escapes the next character
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i)
+        if (d === 92 /* \ */) i++
+        else if (d === 34) break
+      }
+    } else if (c === 91 /* [ */ || c === 123 /* { */) {
+      if (++depth > max) return true
+    } else if (c === 93 /* ] */ || c === 125 /* } */) {
+      depth--
+    }
+  }
+  return false
 }
 
 /** A body over the size limit: 413 (1006 `payload_too_large`). */
@@ -114,7 +150,8 @@ function refusePoisoning(root: unknown): void {
     const node = pending.pop()
     if (node === null || typeof node !== 'object') continue
     if (Array.isArray(node)) {
-      pending.push(...(node as unknown[]))
+      // one by one: spreading a long array into push's arguments overflowed the stack (a 500)
+      for (const item of node as unknown[]) pending.push(item)
       continue
     }
     const obj = node as Record<string, unknown>

@@ -96,7 +96,7 @@ export function resolveSettings(opts: ConnectionOptions & { pipIndexUrl?: string
   const timeoutMs = opts.timeout === undefined ? 120_000 : Number(opts.timeout)
   if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new CliError(1006, 'VALIDATION_FAILED', '--timeout must be a positive number of milliseconds')
   const url = nonEmpty(opts.url, env.SVC_URL, file.url) ?? DEFAULT_URL
-  const s: CliSettings = { url: url.replace(/\/+$/, ''), timeoutMs }
+  const s: CliSettings = { url: url.replace(/(?<!\/)\/+$/, ''), timeoutMs }
   const token = nonEmpty(opts.token, env.SVC_TOKEN, file.token)
   const namespace = nonEmpty(opts.namespace, env.SVC_NAMESPACE, file.namespace)
   const pip = nonEmpty(opts.pipIndexUrl, env.SVC_PIP_INDEX_URL, file.pip_index_url)

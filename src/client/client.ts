@@ -146,7 +146,7 @@ export class SvcClient {
   readonly #fetch: typeof fetch
 
   constructor(options: SvcClientOptions = {}) {
-    const url = (options.url ?? envOf('SVC_URL') ?? DEFAULT_URL).trim().replace(/\/+$/, '')
+    const url = (options.url ?? envOf('SVC_URL') ?? DEFAULT_URL).trim().replace(/(?<!\/)\/+$/, '')
     let parsed: URL
     try {
       parsed = new URL(url)

@@ -34,11 +34,29 @@ export function languageFamily(language: string): LanguageFamily {
   return FAMILIES[language.toLowerCase()] ?? 'plain'
 }
 
-const ASCII_WS = /^[ \t\n\r\f\v]+|[ \t\n\r\f\v]+$/g
+/** space, tab, LF, VT, FF, CR (§2.3) */
+const isAsciiWs = (c: number): boolean => c === 32 || (c >= 9 && c <= 13)
+/** space, tab, LF, VT, FF: what the plain family trims at the end (§6; CR is gone after §2.2) */
+const isPlainTrailing = (c: number): boolean => c === 32 || (c >= 9 && c <= 12)
 
-/** §2.3: trim leading and trailing ASCII whitespace only. */
+/**
+ * §2.3: trim leading and trailing ASCII whitespace only. Scans from both ends: a regex such as
+ * `[ \t…]+$` is quadratic in V8 on a long blank run followed by anything else (the failed match is
+ * retried from every position of the run), and every trim here sees caller input.
+ */
 export function trimAsciiWhitespace(s: string): string {
-  return s.replace(ASCII_WS, '')
+  let start = 0
+  let end = s.length
+  while (start < end && isAsciiWs(s.charCodeAt(start))) start++
+  while (end > start && isAsciiWs(s.charCodeAt(end - 1))) end--
+  return start === 0 && end === s.length ? s : s.slice(start, end)
+}
+
+/** `s` without the trailing characters `drop` accepts, found by one scan from the end. */
+function trimEnd(s: string, drop: (c: number) => boolean): string {
+  let end = s.length
+  while (end > 0 && drop(s.charCodeAt(end - 1))) end--
+  return end === s.length ? s : s.slice(0, end)
 }
 
 /** §2.1–2.2: one leading BOM removed, CRLF then lone CR turned into LF. */
@@ -123,12 +141,31 @@ function lineCommentEnd(s: string, i: number): number {
   return lf === -1 ? s.length : lf
 }
 
+/**
+ * The first LF at or after a position, each search starting where the last one found its LF, so
+ * that asking at increasing positions costs one pass in all (a line of many block comments asked
+ * `indexOf('\n', i)` for each and scanned the rest of the text every time: quadratic).
+ */
+class NextLf {
+  private at = -1
+
+  constructor(private readonly s: string) {}
+
+  /** Index of the first LF at or after `i`, or the text's length when there is none. */
+  from(i: number): number {
+    if (this.at < i) {
+      const lf = this.s.indexOf('\n', i)
+      this.at = lf === -1 ? this.s.length : lf
+    }
+    return this.at
+  }
+}
+
 /** Block comment: removed; replaced by LF if it spans lines, by a space otherwise. */
-function blockComment(s: string, i: number, out: LexedBuilder): number {
+function blockComment(s: string, i: number, out: LexedBuilder, nextLf: NextLf): number {
   const close = s.indexOf('*/', i + 2)
   const end = close === -1 ? s.length : close + 2
-  const lf = s.indexOf('\n', i)
-  out.codeChar(lf !== -1 && lf < end ? '\n' : ' ')
+  out.codeChar(nextLf.from(i) < end ? '\n' : ' ')
   return end
 }
 
@@ -181,6 +218,7 @@ function lexPython(s: string): Lexed {
 
 function lexCLike(s: string, family: 'js' | 'go'): Lexed {
   const out = new LexedBuilder(s.length)
+  const nextLf = new NextLf(s)
   const n = s.length
   let i = 0
   let run = 0 // start of the pending run of code characters
@@ -208,7 +246,7 @@ function lexCLike(s: string, family: 'js' | 'go'): Lexed {
     }
     if (c === 47 /* / */ && s.charCodeAt(i + 1) === 42 /* * */) {
       out.code(s, run, i)
-      i = run = blockComment(s, i, out)
+      i = run = blockComment(s, i, out, nextLf)
       continue
     }
     i++
@@ -272,7 +310,7 @@ export function lexSource(prepared: string, family: Exclude<LanguageFamily, 'pla
 export function normalizeSource(source: string, language: string): string {
   const prepared = prepareSource(source)
   const family = languageFamily(language)
-  return family === 'plain' ? prepared.replace(/[ \t\f\v\n]+$/, '') : normalizeWhitespace(lexSource(prepared, family))
+  return family === 'plain' ? trimEnd(prepared, isPlainTrailing) : normalizeWhitespace(lexSource(prepared, family))
 }
 
 export const BASE62_ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'

@@ -33,6 +33,7 @@ export const configSchema = z.object({
     body_limit_bytes: z.number().int().min(1024),
     share_base: z.string(),
     shutdown_grace_ms: z.number().int().min(0),
+    block_warn_ms: z.number().int().min(0),
     metrics_access: z.enum(['public', 'admin', 'disabled']),
     console: z.boolean(),
     trusted_proxies: z.array(cidr),

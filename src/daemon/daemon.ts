@@ -13,7 +13,7 @@ import { CONSOLE_PATH, isConsoleBuilt } from '../api/rest/console.js'
 import { attachEventSocket } from '../api/ws/event-socket.js'
 import { createSandbox, resolveMemoryBound, resolveOsIsolation, type MemoryBound, type OsIsolation } from '../engine/sandbox/index.js'
 import {
-  createCatalogStore, createEngine, createMetrics, EventBus, NodeDatabase, type Engine, type EngineAuthInit, type LevelDatabase,
+  createCatalogStore, createEngine, createMetrics, EventBus, LoopMonitor, NodeDatabase, type Engine, type EngineAuthInit, type LevelDatabase,
 } from '../engine/index.js'
 import { announceAdminKey } from './admin-key.js'
 import { catalogLocation, prepareDataDirectory, StartupFailure } from './data-directory.js'
@@ -163,6 +163,10 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       retention: { retentionDays: records.retention_days, maxPerTenant: records.max_per_tenant, sweepIntervalMs: records.sweep_interval_ms },
     },
   )
+  // -- event-loop blocks (issue 27): a stall longer than server.block_warn_ms names its operation --
+  const loopMonitor = config.server.block_warn_ms > 0
+    ? new LoopMonitor({ thresholdMs: config.server.block_warn_ms }, { metrics, logger: logger.child({ component: 'loop' }) })
+    : undefined
   const events = new EventBus()
   const x = config.execution
   // wheels fetched from federation peers (each checked against its pin's sha256), beside the wheelhouse
@@ -341,6 +345,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
         `stop incomplete: ${unwritten.execution_records} execution records, ${unwritten.audit_entries} audit entries and ${unwritten.statistics} ` +
         `usage statistics could not be written within the shutdown grace (${graceMs} ms${nodeDatabase.storage.condition === 'disk_full' ? ', the disk is full' : ''}); they are lost`)
     }
+    loopMonitor?.stop()
     // the workers are gone: their cgroups with them, then the node's own
     await settleBy(memoryBound.close().catch((err: unknown) => logger.warn({ err }, 'removing the sandbox cgroups failed')), Date.now() + CLOSE_AFTER_TIMEOUT_MS)
     const report: StopReport = { complete: stopped === 'done', unfinished, unwritten, ms: Date.now() - started }
@@ -357,6 +362,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       return grpcUrl
     },
     async start() {
+      loopMonitor?.start()
       await engine.start()
       const usage = store.usageLoaded
       if (usage) {

@@ -150,7 +150,7 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
       planned: (op, fn, ledger) => replication.planLocal(op, fn, ledger),
       movedBranch: (ledger, move) => replication.recordLocalMove(ledger, move),
       assertNotLoser: (tenant, short, version) => replication.assertNotLoser(tenant, short, version),
-      fetchCode: (fn) => fetchMissingCode(fn, { store, federation: federation.port }),
+      fetchCode: (fn) => fetchMissingCode(fn, { store, federation: federation.port, maxSourceBytes: init.registry.maxSourceBytes }),
     },
   })
   replication.onApplied((fn) => functions.invalidate(fn.tenant_id, fn.rufid_short, fn.version))

@@ -37,6 +37,7 @@ export {
   type CallerOperation, type DoorProfile, type EnvelopeComponents, type EnvelopeLogger, type Operation, type OperationCall,
   type OperationName, type PublicOperation,
 } from './operations/envelope.js'
+export { LoopMonitor, operationContext, type LoopBlock, type LoopMonitorInit, type OperationContext } from './operations/loop-monitor.js'
 export { DataFormatMismatch, StorageCorrupted } from './storage/storage-errors.js'
 export { verifyLevelDirectory, type LevelFileProblem } from './storage/leveldb-files.js'
 export { NodeDatabase, type NodeDatabaseInit, type StorageCondition, type StorageState } from './storage/node-database.js'

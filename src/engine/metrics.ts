@@ -37,6 +37,12 @@ export interface SvcMetrics {
    * root tenant); the daemon sets `read`
    */
   sandboxTenantsSource: { read: () => readonly SandboxTenantStats[] }
+  // -- event-loop blocks (issue 27; operations/loop-monitor.ts) ------------------------------
+  // (the lag itself is prom-client's default nodejs_eventloop_lag_* gauges, on the daemon's registry)
+  /** stalls of the event loop longer than the block threshold, by the operation that ran (`none`: no operation) */
+  eventLoopBlocks: Counter<'protocol' | 'operation'>
+  /** how long each of those stalls held the event loop */
+  eventLoopBlockDuration: Histogram
 }
 
 export interface MetricsInit {
@@ -161,6 +167,16 @@ export function createMetrics(init: MetricsInit = {}): SvcMetrics {
     routingTableSource,
     cacheHitRatioSource: ratioSource,
     sandboxTenantsSource,
+    // -- event-loop blocks (issue 27; operations/loop-monitor.ts) ------------------------------
+    eventLoopBlocks: new Counter({
+      name: 'svc_event_loop_blocks_total',
+      help: 'Stalls of the event loop longer than server.block_warn_ms, by the protocol and operation whose synchronous code ran (none: no operation)',
+      labelNames: ['protocol', 'operation'], registers,
+    }),
+    eventLoopBlockDuration: new Histogram({
+      name: 'svc_event_loop_block_seconds', help: 'How long each stall of the event loop longer than server.block_warn_ms lasted',
+      buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers,
+    }),
   }
   registerSandboxTenantMetrics(registers, sandboxTenantsSource)
   // every result the federation reports (src/federation/: code-provider.ts, node.ts, catalog-sync.ts) reads 0 before the first

@@ -1,5 +1,6 @@
 import { SvcError } from '../core/errors.js'
 import { computeRufid } from '../core/rufid.js'
+import { fitsUtf8Bytes } from '../core/text.js'
 import type { SvcMetrics } from '../engine/metrics.js'
 import type { FunctionRegistry } from '../engine/registry/function-registry.js'
 import type { CatalogReplica } from '../engine/replication/catalog-replica.js'
@@ -61,7 +62,8 @@ export interface CodeProviderComponents {
   /** the versions this node holds (with their code) and its change log */
   replica: Pick<CatalogReplica, 'localVersion' | 'changesSince' | 'onLocalChange'>
   /** discovery reads a function's lineage as the caller may see it */
-  functions: Pick<FunctionRegistry, 'target' | 'lineage'>
+  /** `maxSourceBytes`: code a member serves that is longer is refused before it is hashed */
+  functions: Pick<FunctionRegistry, 'target' | 'lineage'> & Partial<Pick<FunctionRegistry, 'maxSourceBytes'>>
   logger?: FederationLogger
   metrics?: SvcMetrics
   /** how many fetchers of a digest served here are told to announce it (default ANNOUNCING_FETCHERS) */
@@ -257,6 +259,11 @@ export class CodeProvider {
       try {
         const answer = await node.request(peerId, CODE_PROTOCOL, { tenant_id: tenant, rufid_short: short, version, content_digest: contentDigest }, 5_000) as { source_code?: unknown; announce?: unknown }
         if (typeof answer.source_code !== 'string' || fn === undefined) return undefined
+        const max = this.c.functions.maxSourceBytes
+        if (max !== undefined && !fitsUtf8Bytes(answer.source_code, max)) {
+          this.log.warn({ peer_id: peerId, rufid_short: short, chars: answer.source_code.length, max_source_bytes: max }, 'provider served code longer than registry.max_source_bytes: refused unhashed')
+          return undefined
+        }
         const digest = computeRufid({ ...fn, source_code: answer.source_code }).content_digest
         if (digest !== contentDigest) {
           this.log.warn({ peer_id: peerId, rufid_short: short, expected: contentDigest, got: digest }, 'provider served code that does not match its digest: refused')

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
-  base62, computeRufid, formatRufid, languageFamily, normalizeSource, parseRufid, parseVersionLabel,
+  base62, computeRufid, formatRufid, languageFamily, normalizeSource, parseRufid, parseVersionLabel, prepareSource, trimAsciiWhitespace,
 } from '../../src/core/rufid.js'
 import { SvcError } from '../../src/core/errors.js'
 
@@ -72,6 +73,33 @@ describe('normalization', () => {
     const src = 'def f():  # c\n    return 1\n'
     normalizeSource(src, 'python')
     expect(src).toBe('def f():  # c\n    return 1\n')
+  })
+})
+
+describe('trims (scans from the ends, issue 27)', () => {
+  // the rules as rufid-v1 §2.3 and §6 (plain) state them, written as the regexes the scans replaced:
+  // the same text, only quadratic in V8 on a long blank run followed by anything else
+  const specTrim = (s: string): string => s.replace(/^[ \t\n\r\f\v]+|[ \t\n\r\f\v]+$/g, '')
+  const specPlain = (s: string): string => prepareSource(s).replace(/[ \t\f\v\n]+$/, '')
+  // ASCII whitespace, CR, a BOM, and the Unicode blanks §2.3 and §6 leave alone
+  const text = fc.array(fc.constantFrom(' ', '\t', '\n', '\r', '\f', '\v', 'x', ':', '\u00a0', '\u2028', '\ufeff', '\u3000'), { maxLength: 24 }).map((a) => a.join(''))
+
+  it('trimAsciiWhitespace trims exactly what §2.3 names', () => {
+    fc.assert(fc.property(text, (s) => { expect(trimAsciiWhitespace(s)).toBe(specTrim(s)) }), { numRuns: 2000 })
+    expect(trimAsciiWhitespace(' \t\n\r\f\vadd\v\f\r\n\t ')).toBe('add')
+    expect(trimAsciiWhitespace('\u00a0add\u00a0')).toBe('\u00a0add\u00a0')
+    expect(trimAsciiWhitespace(' \t ')).toBe('')
+  })
+
+  it('the plain family drops trailing blanks and LFs only, as §6 says', () => {
+    fc.assert(fc.property(text, (s) => { expect(normalizeSource(s, 'ruby')).toBe(specPlain(s)) }), { numRuns: 2000 })
+    expect(normalizeSource('puts 1 \t\f\v\r\n \n', 'ruby')).toBe('puts 1')
+    expect(normalizeSource('  puts 1\u00a0\n', 'ruby')).toBe('  puts 1\u00a0')
+  })
+
+  it('a line of block comments: each is a space, or an LF when it spans lines', () => {
+    expect(normalizeSource('a/**/b/*\n*/c/**/d', 'js')).toBe('a b\nc d')
+    expect(normalizeSource('x' + '/**/'.repeat(1000) + 'y/*\n*/z', 'go')).toBe('x' + ' '.repeat(1000) + 'y\nz')
   })
 })
 

@@ -109,7 +109,9 @@ describe('one RUFID for a source without a signature through /v1, svc functions 
   })
 
   it('answers 1006 at once for a source shaped to make a naive derivation rescan it for each candidate, and keeps serving', async () => {
-    const source = 'add: b '.repeat(100_000) // 700 kB: base64 fits the 1 MiB body limit
+    // 490 kB: within registry.max_source_bytes (524288), which a publish now checks before it
+    // derives anything (a longer source is refused for its size, unread)
+    const source = 'add: b '.repeat(70_000)
     const published = await call(`${d.url}/v1/functions`, 'POST', { name: 'add', runtime: 'node20', source: Buffer.from(source).toString('base64') })
     expect(published.status).toBe(400)
     expect(published.body).toMatchObject({ error: { code: 1006, details: { reason: 'no_definition' } } })

@@ -214,7 +214,9 @@ def error_class_for(code: Any) -> Type[SvcError]:
 
 # delta-seconds (RFC 9110 §10.2.3), leniently with a fraction; anything else number-like is refused
 _DELTA_SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")
-_NUMBER_LIKE = re.compile(r"[-+]?([0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?|inf(inity)?|nan)", re.IGNORECASE)
+# (the digits before and after an optional point are written so that no run of digits can be split
+# two ways: `[0-9]*\.?[0-9]+` took seconds on a few thousand digits followed by a letter)
+_NUMBER_LIKE = re.compile(r"[-+]?(?:(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|inf(?:inity)?|nan)", re.IGNORECASE)
 
 
 def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:

@@ -52,7 +52,7 @@ export function reflectionDefinitionOf(packageDefinition: PackageDefinition): Pa
 
 /** protoc's entry name: the field name in CamelCase plus `Entry` (`foo_bar` → `FooBarEntry`). */
 const entryNameOf = (fieldName: string): string =>
-  `${fieldName.replace(/_+([a-zA-Z0-9])/g, (_m, c: string) => c.toUpperCase()).replace(/^[a-z]/, (c) => c.toUpperCase())}Entry`
+  `${fieldName.replace(/(?<!_)_+([a-zA-Z0-9])/g, (_m, c: string) => c.toUpperCase()).replace(/^[a-z]/, (c) => c.toUpperCase())}Entry`
 
 function renameMapEntries(message: MessageShape): boolean {
   let changed = false

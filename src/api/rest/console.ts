@@ -43,7 +43,11 @@ const CONTENT_TYPES: Record<string, string> = {
   '.woff2': 'font/woff2',
 }
 
-/** Vite's content-hashed asset names (`assets/index-B3x_9kQa.js`): cached for a year. */
+/**
+ * Vite's content-hashed asset names (`assets/index-B3x_9kQa.js`): cached for a year. Only ever
+ * tested against the names of the built console's files, read once at start (never a request).
+ */
+// eslint-disable-next-line regexp/no-super-linear-backtracking -- input: the build's own file names, trusted and short
 const HASHED_ASSET = /^assets\/[^/]+-[A-Za-z0-9_-]{8,}\.[a-z0-9]+$/
 
 interface StaticFile {

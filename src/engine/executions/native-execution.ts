@@ -1,6 +1,7 @@
-import { SvcError, invalidRufid } from '../../core/errors.js'
+import { SvcError, invalidRufid, validationFailed } from '../../core/errors.js'
 import { computeRufid } from '../../core/rufid.js'
 import { deriveSignature } from '../../core/signature.js'
+import { FUNCTION_NAME } from '../registry/create-input.js'
 import type { FunctionRegistry } from '../registry/function-registry.js'
 import type { ExecutionRecord, Principal } from '../types.js'
 import type { ExecutionService } from './execution-service.js'
@@ -27,6 +28,11 @@ export interface NativeExecuteResult {
  * Native test-mode execution (decisions.md): run a known function; when the RUFID is unknown but
  * `source_code` is given and hashes to it, register it first (this needs rufid.create), then run
  * it. Source that hashes to another RUFID is 1001.
+ *
+ * Order (decisions.md: size and permission are checked before the source is hashed): the RUFID's
+ * syntax, rufid.execute and the lookup; then, only for a registration, rufid.create (1003), the
+ * source's size against registry.max_source_bytes and the function name's syntax (1006); only
+ * then the signature is derived and the source hashed. Each step is linear in its input.
  */
 export async function nativeExecute(
   principal: Principal,
@@ -42,6 +48,7 @@ export async function nativeExecute(
     await functions.resolve(principal, target, 'rufid.execute')
   } catch (err) {
     if (!(err instanceof SvcError) || err.code !== 1002 || typeof body.source_code !== 'string' || body.source_code === '') throw err
+    functions.admitSource(principal, body.source_code)
     const definition = definitionOf(body)
     const computed = computeRufid(definition)
     if (computed.rufid_short !== target.short) {
@@ -54,16 +61,66 @@ export async function nativeExecute(
   return { record, registered, total_time_ms: performance.now() - started }
 }
 
+/** The definition to register: language and signature read from the source when absent. */
 function definitionOf(body: NativeExecuteRequest): { function_name: string; signature: string; language: string; source_code: string } {
   const source_code = body.source_code as string
   const function_name = typeof body.function_name === 'string' ? body.function_name : ''
+  // the name is searched for in the source (below, and by the signature derivation): a create
+  // refuses anything but an identifier of at most 128 characters, so it is refused here first
+  if (!FUNCTION_NAME.test(function_name)) {
+    throw validationFailed('invalid function definition: /function_name must be an identifier of at most 128 characters', [
+      { pointer: '/function_name', message: 'must be an identifier of at most 128 characters' },
+    ])
+  }
   const language = typeof body.language === 'string' && body.language !== ''
     ? body.language
-    : new RegExp(`^\\s*(async\\s+)?def\\s+${escape(function_name)}\\s*\\(`, 'm').test(source_code) ? 'python' : 'javascript'
+    : definesPythonFunction(source_code, function_name) ? 'python' : 'javascript'
   const signature = typeof body.signature === 'string' && body.signature !== ''
     ? body.signature
     : deriveSignature({ function_name, language, source_code })
   return { function_name, signature, language, source_code }
 }
 
-const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+// JavaScript's \s (what the regex below used): ASCII blanks, line terminators and Unicode spaces
+const isJsSpace = (c: number): boolean =>
+  (c >= 9 && c <= 13) || c === 32 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+  c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+// what ends a line for `^` in a multiline regex
+const isLineTerminator = (c: number): boolean => c === 10 || c === 13 || c === 0x2028 || c === 0x2029
+
+/**
+ * Whether the source defines `name` as Python does, exactly as the multiline regex
+ * `^\s*(async\s+)?def\s+NAME\s*\(` matched it, in one pass: that regex retried `^\s*` at every line
+ * start of a run of blank lines, quadratic in the run. `def` (or `async`) qualifies when the
+ * blanks right before it reach the start of the text or hold a line terminator.
+ */
+export function definesPythonFunction(source: string, name: string): boolean {
+  const n = source.length
+  /** start of the run of blanks that ends at `end` (exclusive), and whether it holds a line end */
+  const blanksBefore = (end: number): { start: number; lineEnd: boolean } => {
+    let start = end
+    let lineEnd = false
+    while (start > 0 && isJsSpace(source.charCodeAt(start - 1))) {
+      if (isLineTerminator(source.charCodeAt(start - 1))) lineEnd = true
+      start--
+    }
+    return { start, lineEnd }
+  }
+  const atLineStart = (i: number): boolean => {
+    const { start, lineEnd } = blanksBefore(i)
+    return start === 0 || lineEnd
+  }
+  const skipBlanks = (i: number): number => {
+    while (i < n && isJsSpace(source.charCodeAt(i))) i++
+    return i
+  }
+  for (let d = source.indexOf('def'); d !== -1; d = source.indexOf('def', d + 1)) {
+    const afterDef = skipBlanks(d + 3)
+    if (afterDef === d + 3 || !source.startsWith(name, afterDef)) continue
+    if (source.charCodeAt(skipBlanks(afterDef + name.length)) !== 40 /* ( */) continue
+    if (atLineStart(d)) return true
+    const before = blanksBefore(d)
+    if (before.start < d && before.start >= 5 && source.startsWith('async', before.start - 5) && atLineStart(before.start - 5)) return true
+  }
+  return false
+}

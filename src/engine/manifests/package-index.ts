@@ -98,5 +98,5 @@ export function normalizeIndexUrl(raw: string): string | undefined {
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return undefined
   if (u.search || u.hash) return undefined
-  return u.toString().replace(/\/+$/, '')
+  return u.toString().replace(/(?<!\/)\/+$/, '')
 }

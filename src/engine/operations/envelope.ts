@@ -4,6 +4,7 @@ import type { CredentialInput } from '../auth/authenticator.js'
 import type { StreamHold } from '../auth/credential-streams.js'
 import type { SvcMetrics } from '../metrics.js'
 import type { Principal } from '../types.js'
+import { operationContext } from './loop-monitor.js'
 
 /**
  * The operation layer: the one envelope every door (REST, GraphQL over HTTP, SSE and WebSocket,
@@ -149,8 +150,13 @@ export class OperationEnvelope<I> {
    * handle, then audit (written before this resolves), meter and map the error. Resolves with
    * the handler's output; rejects with the public SvcError only.
    */
-  async run<In extends I, O>(operation: Operation<In, O>, input: In): Promise<O> {
+  run<In extends I, O>(operation: Operation<In, O>, input: In): Promise<O> {
     const call = this.open(operation, this.profile.ipOf(input))
+    // the operation's code runs in its context: a block of the event loop is blamed on it (loop-monitor.ts)
+    return operationContext.run({ protocol: this.protocol, call }, () => this.runCall(operation, input, call))
+  }
+
+  private async runCall<In extends I, O>(operation: Operation<In, O>, input: In, call: OperationCall): Promise<O> {
     let output: O
     try {
       if (operation.rufidOf) call.rufid = operation.rufidOf(input) || null
@@ -174,9 +180,13 @@ export class OperationEnvelope<I> {
    * Runs an operation of a caller the door admitted already (a field of a GraphQL request, which
    * was admitted once): handle, audit, meter, map the error.
    */
-  async runAdmitted<In, O>(operation: CallerOperation<In, O>, principal: Principal, ip: string, input: In): Promise<O> {
+  runAdmitted<In, O>(operation: CallerOperation<In, O>, principal: Principal, ip: string, input: In): Promise<O> {
     const call = this.open(operation, ip)
     call.principal = principal
+    return operationContext.run({ protocol: this.protocol, call }, () => this.runAdmittedCall(operation, principal, input, call))
+  }
+
+  private async runAdmittedCall<In, O>(operation: CallerOperation<In, O>, principal: Principal, input: In, call: OperationCall): Promise<O> {
     let output: O
     try {
       if (operation.rufidOf) call.rufid = operation.rufidOf(input) || null

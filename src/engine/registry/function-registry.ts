@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto'
 import { canonicalJson } from '../../core/canonical-json.js'
-import { SvcError, invalidRufid, rufidNotFound } from '../../core/errors.js'
+import { SvcError, invalidRufid, rufidNotFound, validationFailed } from '../../core/errors.js'
 import { computeRufid, formatRufid, parseRufid, parseVersionLabel } from '../../core/rufid.js'
+import { fitsUtf8Bytes } from '../../core/text.js'
 import { requirePermission } from '../authz.js'
 import type { EventBus } from '../events.js'
 import { ManifestService, sameSnapshot } from '../manifests/manifest-service.js'
@@ -109,6 +110,8 @@ export class FunctionRegistry {
   private readonly createSchema: ReturnType<typeof createInputSchema>
   private readonly shareBaseOf: () => string
   private readonly replication: RegistryReplicationHooks | undefined
+  /** registry.max_source_bytes: the longest source, in UTF-8 bytes, a function version may have */
+  readonly maxSourceBytes: number
 
   constructor(init: FunctionRegistryInit, components: FunctionRegistryComponents) {
     this.store = components.store
@@ -118,10 +121,25 @@ export class FunctionRegistry {
     this.replication = components.replication
     this.writes = components.catalogLock ?? new Mutex()
     this.cache = new ResolutionCache(init.cache)
+    this.maxSourceBytes = init.maxSourceBytes
     this.createSchema = createInputSchema({ maxSourceBytes: init.maxSourceBytes })
     const base = init.shareBase
-    this.shareBaseOf = typeof base === 'function' ? () => base().replace(/\/+$/, '') : () => base.replace(/\/+$/, '')
+    this.shareBaseOf = typeof base === 'function' ? () => base().replace(/(?<!\/)\/+$/, '') : () => base.replace(/(?<!\/)\/+$/, '')
     this.metrics.cacheHitRatioSource.read = () => this.cache.hitRatio()
+  }
+
+  /**
+   * What a create checks before any work that grows with the source (hashing, deriving a
+   * signature, decoding), for the doors that do such work before calling `create` (native execute,
+   * `/v1` publish): 1003 without rufid.create, then 1006 when `source` is longer than
+   * registry.max_source_bytes (`pointer` names the field, as create's own check does).
+   */
+  admitSource(principal: Principal, source: string, pointer = '/source_code'): void {
+    requirePermission(principal, 'rufid.create')
+    if (!fitsUtf8Bytes(source, this.maxSourceBytes)) {
+      const message = `must be at most ${this.maxSourceBytes} bytes`
+      throw validationFailed(`invalid function definition: ${pointer} ${message}`, [{ pointer, message }])
+    }
   }
 
   /**
@@ -409,3 +427,4 @@ function clampInt(value: number | undefined, fallback: number, min: number, max:
   if (value === undefined || !Number.isFinite(value)) return fallback
   return Math.min(max, Math.max(min, Math.trunc(value)))
 }
+

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { validationFailed } from '../../core/errors.js'
+import { requirePermission } from '../authz.js'
 import { deriveSignature } from '../../core/signature.js'
 import type { Principal } from '../types.js'
 import { jsonPointer, parseOrThrow } from '../validation.js'
@@ -29,8 +30,13 @@ export function languageOfRuntime(runtime: string): string {
   return 'javascript'
 }
 
-/** Decodes a publish request and creates the function through the registry. */
+/**
+ * Decodes a publish request and creates the function through the registry. rufid.create (1003) and
+ * the size of the source (1006, its base64 text bounded before it is decoded, the decoded source
+ * against registry.max_source_bytes) are checked before any work that grows with the source.
+ */
 export async function publishFunction(functions: FunctionRegistry, principal: Principal, raw: unknown): Promise<CreateResult> {
+  requirePermission(principal, 'rufid.create')
   const unknown = raw !== null && typeof raw === 'object' && !Array.isArray(raw)
     ? Object.keys(raw).filter((k) => !Object.hasOwn(publishInputSchema.shape, k))
     : []
@@ -41,10 +47,17 @@ export async function publishFunction(functions: FunctionRegistry, principal: Pr
   }
   const input = parseOrThrow(publishInputSchema, raw, 'publish request')
   const text = input.source.replace(/\s+/g, '')
+  // base64 of at most max_source_bytes bytes: 4 characters per 3 bytes, rounded up
+  const maxText = 4 * Math.ceil(functions.maxSourceBytes / 3)
+  if (text.length > maxText) {
+    const message = `must decode to at most ${functions.maxSourceBytes} bytes`
+    throw validationFailed(`invalid publish request: /source ${message}`, [{ pointer: '/source', message }])
+  }
   if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(text) || text.length % 4 === 1) {
     throw validationFailed('source must be base64-encoded', [{ pointer: '/source', message: 'not base64' }])
   }
   const source_code = Buffer.from(text, 'base64').toString('utf8')
+  functions.admitSource(principal, source_code, '/source')
   const language = languageOfRuntime(input.runtime)
   return functions.create(principal, {
     function_name: input.name,

@@ -25,6 +25,8 @@ export const FIELD_COUNT = FIELDS.length
 
 /** A query may hold this many distinct words (each needs a bit of a 31-bit mask). */
 export const MAX_QUERY_WORDS = 30
+/** The longest query text `q`, in characters: a longer one is 1006 before it is read (issue 27). */
+export const MAX_QUERY_CHARS = 1024
 /** language and author facets keep this many values (the most frequent), as Orama's string facets did. */
 export const FACET_LIMIT = 100
 
@@ -36,8 +38,17 @@ const D = 0.5
 // its normalization cache would otherwise grow with every word it ever saw.
 const tokenizer = components.tokenizer.createTokenizer({ language: 'english', allowDuplicates: true })
 
+/**
+ * The longest text of one field that is read into words: longer text (only a replicated catalog
+ * entry can carry one; a create bounds every field below it) is read up to here. Orama's
+ * tokenizer builds each word with one call argument per character, and a word of ~120,000
+ * characters overflowed the stack.
+ */
+export const MAX_FIELD_CHARS = 8192
+
 export function wordsOf(text: string): string[] {
-  return text ? tokenizer.tokenize(text, undefined, undefined, false) : []
+  if (!text) return []
+  return tokenizer.tokenize(text.length > MAX_FIELD_CHARS ? text.slice(0, MAX_FIELD_CHARS) : text, undefined, undefined, false)
 }
 
 /** One field of a document: its distinct words in first-occurrence order, their counts, its length in words. */
@@ -112,8 +123,16 @@ export interface QueryInput {
 /** The longest page a marketplace search answers. */
 export const MAX_SEARCH_PAGE = 100
 
-/** Reads a query: limit 1–100 (default 20), offset ≥ 0; more than MAX_QUERY_WORDS distinct words is 1006. */
+/**
+ * Reads a query: limit 1–100 (default 20), offset ≥ 0; a `q` longer than MAX_QUERY_CHARS or with
+ * more than MAX_QUERY_WORDS distinct words is 1006.
+ */
 export function compileQuery(query: QueryInput): CompiledQuery {
+  if (query.q !== undefined && query.q.length > MAX_QUERY_CHARS) {
+    throw new SvcError('VALIDATION_FAILED', `q is ${query.q.length} characters long; at most ${MAX_QUERY_CHARS}`, {
+      details: { problems: [{ pointer: '/q', message: `at most ${MAX_QUERY_CHARS} characters` }] },
+    })
+  }
   const limit = Math.min(Math.max(Math.trunc(Number.isFinite(query.limit) ? query.limit! : 20), 1), MAX_SEARCH_PAGE)
   const offset = Math.max(Math.trunc(Number.isFinite(query.offset) ? query.offset! : 0), 0)
   const text = query.q?.trim() ?? ''
