@@ -30,7 +30,7 @@ def call(source, name, args=None, **options):
 
 
 def test_a_call_answers_its_result_compactly():
-    assert call('def add(a, b):\n    return a + b\n', 'add', {'a': 1, 'b': 2}) == {'ok': True, 'json': '3', 'compact': True}
+    assert call('def add(a, b):\n    return a + b\n', 'add', {'a': 1, 'b': 2}) == {'ok': True, 'json': '3', 'compact': True, 'interrupted': False}
 
 
 def test_output_is_captured_with_the_result():
@@ -80,7 +80,9 @@ def test_an_endless_loop_and_a_long_sleep_end_at_the_deadline_and_the_interprete
         {'source': 'def nap():\n    import time\n    time.sleep(30)\n', 'name': 'nap', 'timeout_ms': 200},
         {'source': 'def ok():\n    return 1\n', 'name': 'ok'},
     ])
-    assert spin['kind'] == 'timeout' and nap['kind'] == 'timeout'
+    # the envelope says the call was interrupted; the worker names the limit it stopped it at
+    assert spin['kind'] == 'interrupted' and nap['kind'] == 'interrupted'
+    assert spin['interrupted'] and nap['interrupted']
     assert after['json'] == '1'
 
 
