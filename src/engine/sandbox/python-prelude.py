@@ -518,7 +518,7 @@ class _Stream(io.TextIOBase):
 
 class _ArgError(Exception):
     def __init__(self, message, **details):
-        super().__init__(message)
+        Exception.__init__(self, message)
         self.details = details
 
 class _NotJson(Exception):
