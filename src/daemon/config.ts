@@ -122,6 +122,8 @@ export const configSchema = z.object({
     python: z.object({
       wheelhouse: z.string(),
       interpreters_per_worker: z.number().int().min(1).max(64),
+      max_interpreter_mb_per_worker: z.number().int().min(0).max(1024 * 1024),
+      max_interpreter_mb_per_tenant: z.number().int().min(0).max(1024 * 1024),
       kill_grace_ms: z.number().int().min(0),
     }).strict(),
     defaults: limits.strict(),
@@ -242,6 +244,10 @@ export function loadConfig(options: LoadConfigOptions = {}): Readonly<SvcConfig>
     if (config.execution.defaults[key] > config.execution.max[key]) {
       throw new ConfigError(`execution.defaults.${key} exceeds execution.max.${key}`)
     }
+  }
+  const python = config.execution.python
+  if (python.max_interpreter_mb_per_worker > 0 && python.max_interpreter_mb_per_tenant > python.max_interpreter_mb_per_worker) {
+    throw new ConfigError('execution.python.max_interpreter_mb_per_tenant exceeds execution.python.max_interpreter_mb_per_worker')
   }
   return deepFreeze(config)
 }

@@ -1,5 +1,5 @@
 import { isSvcError, SvcError } from '../../core/errors.js'
-import { toWireError, type ExecuteJob, type WireOutcome } from './ipc.js'
+import { toWireError, type ExecuteJob, type PythonInterpreterMemory, type WireOutcome } from './ipc.js'
 import { PythonInterpreter, type Envelope, type InterpreterRun, type PyHandle } from './python-interpreter.js'
 import { lockDigest, readWheels } from './python-wheelhouse.js'
 import type { LanguageRuntime, RunHooks, WarmEntry } from './runtime.js'
@@ -73,24 +73,11 @@ export interface PythonRuntimeInit {
   wheelDirs: readonly string[]
   /** interpreters kept warm in the worker, one per scope */
   maxInterpreters: number
-  /** the interpreters' memory (WebAssembly memory) the worker keeps at most, in bytes; 0: no bound */
-  maxBytesPerWorker?: number
-  /** the memory of one account's interpreters the worker keeps at most, in bytes; 0: no bound */
-  maxBytesPerTenant?: number
-}
-
-/** The memory bounds of a worker's Python interpreters (WorkerConfig.pythonInterpreterMemory). */
-export interface PythonInterpreterMemory {
-  perWorkerBytes: number
-  perTenantBytes: number
-}
-
-/** The memory bounds in a worker's configuration, checked (undefined when absent or malformed). */
-export function pythonInterpreterMemoryOf(value: unknown): PythonInterpreterMemory | undefined {
-  if (typeof value !== 'object' || value === null) return undefined
-  const { perWorkerBytes, perTenantBytes } = value as Record<string, unknown>
-  const bytes = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0
-  return bytes(perWorkerBytes) && bytes(perTenantBytes) ? { perWorkerBytes, perTenantBytes } : undefined
+  /**
+   * the interpreters' memory (WebAssembly memory) the worker keeps at most, all of them and one
+   * account's, in bytes (0 or absent: no bound)
+   */
+  memory?: PythonInterpreterMemory | undefined
 }
 
 /**
@@ -103,7 +90,7 @@ export function pythonInterpreterMemoryOf(value: unknown): PythonInterpreterMemo
  * digest, so two functions pinning different versions of a package each import their own.
  *
  * The interpreters the worker keeps are bounded by count (`maxInterpreters`), by their memory
- * (`maxBytesPerWorker`) and by the memory of each account's interpreters (`maxBytesPerTenant`;
+ * (`memory.perWorkerBytes`) and by the memory of each account's interpreters (`memory.perTenantBytes`;
  * an account is a root tenant, its child namespaces count against it). When a new interpreter
  * needs room, the one evicted is the least recently used of the account that holds the most
  * (interpreters, then memory; counting the one about to be loaded for the account that asks,
@@ -253,7 +240,7 @@ export class PythonRuntime implements LanguageRuntime {
   /** Evicts interpreters until one more for `account` fits every bound. */
   private makeRoom(account: string): void {
     const need = this.freshBytes
-    const perTenant = this.init.maxBytesPerTenant ?? 0
+    const perTenant = this.init.memory?.perTenantBytes ?? 0
     if (perTenant > 0) {
       // the account's own interpreters make room for its new one
       for (;;) {
@@ -262,7 +249,7 @@ export class PythonRuntime implements LanguageRuntime {
         this.evict(this.leastRecent(account))
       }
     }
-    const perWorker = this.init.maxBytesPerWorker ?? 0
+    const perWorker = this.init.memory?.perWorkerBytes ?? 0
     for (;;) {
       const total = this.total()
       if (total.count + 1 <= this.init.maxInterpreters && (perWorker === 0 || total.bytes + need <= perWorker)) break
@@ -278,7 +265,7 @@ export class PythonRuntime implements LanguageRuntime {
    * its call only when it alone is past a bound.
    */
   private enforceBounds(current: ScopeInterpreter): void {
-    const perTenant = this.init.maxBytesPerTenant ?? 0
+    const perTenant = this.init.memory?.perTenantBytes ?? 0
     if (perTenant > 0) {
       for (;;) {
         if (this.held(current.account).bytes <= perTenant) break
@@ -290,7 +277,7 @@ export class PythonRuntime implements LanguageRuntime {
         this.evict(victim)
       }
     }
-    const perWorker = this.init.maxBytesPerWorker ?? 0
+    const perWorker = this.init.memory?.perWorkerBytes ?? 0
     if (perWorker > 0) {
       for (;;) {
         if (this.total().bytes <= perWorker) break

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { SvcError, validationFailed } from '../../core/errors.js'
 import { LruCache } from '../lru.js'
-import type { ExecuteJob } from './ipc.js'
+import type { ExecuteJob, PythonInterpreterMemory } from './ipc.js'
 import { failedOutcome, outcomeFromWire } from './outcome.js'
 import { prepareRequest } from './prepare-request.js'
 import type { Sandbox, SandboxInit, SandboxOutcome, SandboxRequest, SandboxStats } from './types.js'
@@ -10,6 +10,8 @@ import { describeExit, WorkerProcess, type RunResult, type WorkerExit } from './
 const DEFAULT_KILL_GRACE_MS = 100
 const DEFAULT_PYTHON_KILL_GRACE_MS = 1_000
 const DEFAULT_PYTHON_INTERPRETERS_PER_WORKER = 4
+const DEFAULT_PYTHON_INTERPRETER_MB_PER_WORKER = 2048
+const DEFAULT_PYTHON_INTERPRETER_MB_PER_TENANT = 1024
 const DEFAULT_MAX_SOURCE_CHARS = 32 * 1024 * 1024
 /** Time a stopping worker gets to exit on its own before it is SIGKILLed. */
 const SHUTDOWN_GRACE_MS = 1_000
@@ -46,6 +48,7 @@ class SandboxPool implements Sandbox {
   private readonly killGraceMs: number
   private readonly pythonKillGraceMs: number
   private readonly pythonInterpreters: number
+  private readonly pythonInterpreterMemory: PythonInterpreterMemory
   /** the source digest of each recent key, recomputed only when its source or language changes */
   private readonly digests = new LruCache<{ language: string; source: string; digest: string }>(4096, () => undefined)
 
@@ -64,6 +67,10 @@ class SandboxPool implements Sandbox {
     if (sourceChars !== undefined && (!Number.isInteger(sourceChars) || sourceChars < 0)) throw validationFailed('sandbox maxSourceCharsPerWorker must be an integer ≥ 0')
     this.pythonInterpreters = init.pythonInterpretersPerWorker ?? DEFAULT_PYTHON_INTERPRETERS_PER_WORKER
     if (!Number.isInteger(this.pythonInterpreters) || this.pythonInterpreters < 1) throw validationFailed('sandbox pythonInterpretersPerWorker must be an integer ≥ 1')
+    this.pythonInterpreterMemory = {
+      perWorkerBytes: megabytes(init, 'pythonInterpreterMbPerWorker', DEFAULT_PYTHON_INTERPRETER_MB_PER_WORKER),
+      perTenantBytes: megabytes(init, 'pythonInterpreterMbPerTenant', DEFAULT_PYTHON_INTERPRETER_MB_PER_TENANT),
+    }
     for (const field of ['pythonWheelhouse', 'pythonWheelCache'] as const) {
       const dir = init[field]
       if (dir !== undefined && (typeof dir !== 'string' || dir === '')) throw validationFailed(`sandbox ${field} must be a non-empty path`)
@@ -176,6 +183,7 @@ class SandboxPool implements Sandbox {
       config: {
         maxWarmIsolates: this.init.maxWarmIsolatesPerWorker,
         maxPythonInterpreters: this.pythonInterpreters,
+        pythonInterpreterMemory: this.pythonInterpreterMemory,
         pythonWheelDirs: [this.init.pythonWheelhouse, this.init.pythonWheelCache].filter((d): d is string => d !== undefined),
         maxSourceChars: this.init.maxSourceCharsPerWorker ?? DEFAULT_MAX_SOURCE_CHARS,
       },
@@ -288,6 +296,13 @@ function lostOutcome(result: Exclude<RunResult, { kind: 'done' }>, job: ExecuteJ
     details: { reason: result.reason, memoryMb: job.limits.memoryMb },
   })
   return failedOutcome('error', error, pid, result.elapsedMs)
+}
+
+/** A size in MB from the sandbox's settings (0: no bound), in bytes; throws VALIDATION_FAILED when it is not an integer ≥ 0. */
+function megabytes(init: SandboxInit, field: 'pythonInterpreterMbPerWorker' | 'pythonInterpreterMbPerTenant', fallback: number): number {
+  const mb = init[field] ?? fallback
+  if (!Number.isSafeInteger(mb) || mb < 0) throw validationFailed(`sandbox ${field} must be an integer ≥ 0`)
+  return mb * 1024 * 1024
 }
 
 function unavailable(message: string, retryAfterSeconds?: number): SvcError {

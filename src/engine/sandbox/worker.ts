@@ -8,6 +8,7 @@ import type { LanguageFamily } from '../../core/rufid.js'
 import { SvcError } from '../../core/errors.js'
 import {
   isSupervisorMessage,
+  pythonInterpreterMemoryOf,
   sourceCapacity,
   toWireError,
   type ExecuteJob,
@@ -28,10 +29,12 @@ function readConfig(): WorkerConfig {
   try {
     const config = JSON.parse(process.argv[2] ?? '') as Partial<WorkerConfig>
     const { maxWarmIsolates, maxPythonInterpreters, pythonWheelDirs, maxSourceChars } = config
+    const pythonInterpreterMemory = pythonInterpreterMemoryOf(config.pythonInterpreterMemory)
     const count = (n: unknown, min: number): n is number => typeof n === 'number' && Number.isInteger(n) && n >= min
     if (count(maxWarmIsolates, 0) && count(maxPythonInterpreters, 1) && count(maxSourceChars, 0) &&
-      Array.isArray(pythonWheelDirs) && pythonWheelDirs.every((d) => typeof d === 'string')) {
-      return { maxWarmIsolates, maxPythonInterpreters, pythonWheelDirs, maxSourceChars }
+      Array.isArray(pythonWheelDirs) && pythonWheelDirs.every((d) => typeof d === 'string') &&
+      (config.pythonInterpreterMemory === undefined || pythonInterpreterMemory !== undefined)) {
+      return { maxWarmIsolates, maxPythonInterpreters, pythonWheelDirs, maxSourceChars, pythonInterpreterMemory }
     }
   } catch {
     // reported below
@@ -160,7 +163,7 @@ const warm = new LruCache<WarmEntry>(config.maxWarmIsolates, (_key, entry) => en
 const sources = new SourceCache(sourceCapacity(config.maxWarmIsolates), config.maxSourceChars)
 const runtimes = new Map<LanguageFamily, LanguageRuntime>([
   ['js', new JsRuntime(warm, onCatastrophicError)],
-  ['python', new PythonRuntime(warm, { wheelDirs: config.pythonWheelDirs, maxInterpreters: config.maxPythonInterpreters })],
+  ['python', new PythonRuntime(warm, { wheelDirs: config.pythonWheelDirs, maxInterpreters: config.maxPythonInterpreters, memory: config.pythonInterpreterMemory })],
 ])
 let busy = false
 

@@ -1,0 +1,27 @@
+// The memory bounds of the sandbox workers' Python interpreters in the daemon configuration and the sandbox's settings.
+import { describe, expect, it } from 'vitest'
+import { loadConfig } from '../../../src/daemon/config.js'
+import { createSandbox } from '../../../src/engine/sandbox/index.js'
+
+const python = (values: Record<string, unknown>) => loadConfig({ env: {}, overrides: { execution: { python: values } } }).execution.python
+
+describe('Python interpreter memory bounds', () => {
+  it('default to 2048 MB per worker and 1024 MB per tenant', () => {
+    expect(python({})).toMatchObject({ interpreters_per_worker: 4, max_interpreter_mb_per_worker: 2048, max_interpreter_mb_per_tenant: 1024 })
+  })
+
+  it('accept 0 for no bound and refuse a tenant bound above the worker bound, negatives and fractions', () => {
+    expect(python({ max_interpreter_mb_per_worker: 0, max_interpreter_mb_per_tenant: 0 })).toMatchObject({ max_interpreter_mb_per_worker: 0 })
+    expect(python({ max_interpreter_mb_per_worker: 0, max_interpreter_mb_per_tenant: 4096 })).toMatchObject({ max_interpreter_mb_per_tenant: 4096 })
+    expect(() => python({ max_interpreter_mb_per_worker: 512, max_interpreter_mb_per_tenant: 1024 })).toThrow(/max_interpreter_mb_per_tenant exceeds/)
+    expect(() => python({ max_interpreter_mb_per_worker: -1 })).toThrow(/execution\.python\.max_interpreter_mb_per_worker/)
+    expect(() => python({ max_interpreter_mb_per_tenant: 1.5 })).toThrow(/execution\.python\.max_interpreter_mb_per_tenant/)
+  })
+
+  it('are checked by the sandbox too', () => {
+    const base = { workers: 1, maxWarmIsolatesPerWorker: 1, maxLogBytes: 1, queueLimit: 1 }
+    expect(() => createSandbox({ ...base, pythonInterpreterMbPerWorker: -5 })).toThrow(/pythonInterpreterMbPerWorker/)
+    expect(() => createSandbox({ ...base, pythonInterpreterMbPerTenant: 0.5 })).toThrow(/pythonInterpreterMbPerTenant/)
+    expect(() => createSandbox({ ...base, pythonInterpreterMbPerWorker: 0, pythonInterpreterMbPerTenant: 0 })).not.toThrow()
+  })
+})
