@@ -436,14 +436,10 @@ function refuse(what: string): () => never {
 /** What Pyodide's `require` offers once it has loaded: randomness, and stand-ins that refuse. */
 let safeModules: Record<string, unknown> = {}
 
-function buildSafeModules(py: PyodideApi): Record<string, unknown> {
-  const denied = (): Error => {
-    try {
-      return new py.FS.ErrnoError(py.ERRNO_CODES.EACCES ?? 2)
-    } catch {
-      return new Error('network access is not available in the sandbox')
-    }
-  }
+function buildSafeModules(): Record<string, unknown> {
+  // shaped like emscripten's FS.ErrnoError (EACCES), which its syscalls turn into an errno; not
+  // one of an interpreter's own, so that nothing here keeps an interpreter alive after it is dropped
+  const denied = (): Error => Object.assign(new Error('network access is not available in the sandbox'), { name: 'ErrnoError', errno: 2 })
   class RefusedSocket {
     static Server = class RefusedServer {
       constructor() {
@@ -498,7 +494,7 @@ function filterPyodideRequire(): void {
 
 /** Removes what could reach the host from the worker's globals and from the Pyodide API. */
 function harden(py: PyodideApi): void {
-  safeModules = buildSafeModules(py)
+  safeModules = buildSafeModules()
   filterPyodideRequire()
   const g = globalThis as Record<string, unknown>
   g.require = safeRequire
