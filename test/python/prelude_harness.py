@@ -1,13 +1,13 @@
 """Runs the sandbox's Python prelude (src/engine/sandbox/python-prelude.py) in this CPython process
 as the worker runs it in Pyodide: executed once in a private namespace, then `prepare` and, for
-each call, `enter`, `run` and `finish` called for each case read as JSON from stdin (one
+each call, `call` and `finish` called for each case read as JSON from stdin (one
 interpreter, cases in order, as one tenant's calls), the answers printed as one JSON line.
 
 What the worker does around a call is done here too: before it, the prelude's namespace (and,
 when the call restores, the builtins) are put back from copies the harness took after loading;
 an interrupter thread armed with the call's deadline interrupts the main thread every 20 ms once
 the deadline has passed, and the SIGINT handler (the prelude installs the harness's `gate` in
-place of signal.default_int_handler) raises KeyboardInterrupt only while `run` (the call's own
+place of signal.default_int_handler) raises KeyboardInterrupt only while `call` (the call's own
 code) runs — the worker's gate (python-interpreter.ts) does the same. (The gate also puts the
 handler back before each interrupt; a thread cannot do that under CPython, so that part is tested
 through the worker.)
@@ -60,7 +60,7 @@ exec(compile(prelude, '<svc-prelude>', 'exec'), namespace)
 namespace['_default_int_handler'] = gate
 namespace_copy = dict(namespace)
 builtins_copy = dict(builtins.__dict__)
-prepare, enter, run, finish = namespace['prepare'], namespace['enter'], namespace['run'], namespace['finish']
+prepare, call, finish = namespace['prepare'], namespace['call'], namespace['finish']
 threading.Thread(target=interrupter, daemon=True).start()
 instances = {}
 answers = []
@@ -78,18 +78,16 @@ for case in cases:
     if restore:
         builtins.__dict__.clear()
         builtins.__dict__.update(builtins_copy)
-    state.clear()
     fired[0] = False
     armed[0] = monotonic() + timeout_ms / 1000.0
-    enter(state, '', None, case.get('max_log_bytes', 4096), instance, restore)
     in_run[0] = True
     try:
-        run(state, code, case['name'], dumps(case.get('args', {})), instance)
+        call(state, code, dumps(case.get('args', {})), case['name'], '', None, case.get('max_log_bytes', 4096), instance, restore)
     finally:
         in_run[0] = False
     namespace.clear()
     namespace.update(namespace_copy)
-    answer = finish(state, case['name'], '', None, instance, fired[0])
+    answer = finish(state, fired[0])
     armed[0] = None
     parsed = {'ok': True, 'json': answer[1:], 'compact': True} if answer.startswith('S') else loads(answer)
     parsed['interrupted'] = fired[0]

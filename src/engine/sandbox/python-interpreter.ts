@@ -16,9 +16,9 @@
  * - before every call the prelude's namespace and the builtins are restored from copies only the
  *   worker holds; after it, /tmp and /home/pyodide are emptied (see python-prelude.py for the rest).
  *
- * A call is three calls into the prelude, made from here: `enter` (restore the interpreter),
- * `run` (the function's own code: loading its source, binding its arguments, the call, encoding
- * its result) and `finish` (the envelope, putting the interpreter back). The guards do not rely on
+ * A call is two calls into the prelude, made from here: `call` (restore the interpreter, then the
+ * function's own code: loading its source, binding its arguments, the call, encoding its result)
+ * and `finish` (the envelope, putting the interpreter back). The guards do not rely on
  * any state Python code can reach: the audit hook holds none (python-prelude.py), and whether and
  * when a call is interrupted is decided here, by the InterruptGate, from JavaScript state.
  *
@@ -166,11 +166,14 @@ export type CpuClock = (typeof CPU_CLOCKS)[number]
  * Interrupter thread (CommonJS, evaluated by worker_threads). While a call is armed it sets the
  * signal word when the call's wall-time deadline has passed or the thread that runs Python (the
  * worker's main thread, whose thread id is the process id) has used the call's CPU time since it
- * was armed, and again every 20 ms while the call goes on. The CPU time comes from
+ * was armed, and again every 20 ms while the call goes on (a CPU limit no shorter than the time
+ * limit is not watched: CPU time cannot outrun wall time). The CPU time comes from
  * /proc/self/task/<tid>/schedstat (nanoseconds), else that thread's stat (clock ticks), else the
  * whole process (process.cpuUsage: the stop then comes a little early, never late). CPU time is
  * at most wall time, so the thread sleeps until the earliest moment the budget could be spent and
- * polls at least every 2 ms near it: the call is stopped within a few ms of CPU past its limit.
+ * polls at least every 2 ms near it; the CPU time at the start is read 5 ms into the call (most
+ * calls are over by then and cost no read): the call is stopped within a few ms of CPU past its
+ * limit, never before it.
  * The signal word carries the generation of the arming it belongs to (generation * 4 + reason):
  * a late write for a call that already ended is ignored.
  */
@@ -198,20 +201,37 @@ function cpuMs() {
 }
 cpuMs()
 Atomics.store(signal, 2, clock)
+const SETTLE_MS = 5
 let seen = -1
-let base = 0
+let base = -1
+let armedAt = 0
+let watchCpu = false
 for (;;) {
   const generation = Atomics.load(control, 0)
   if (Atomics.load(control, 1) === 0) { Atomics.wait(control, 0, generation); continue }
-  if (generation !== seen) { seen = generation; base = cpuMs() }
-  const left = limits[0] - Date.now()
+  const now = Date.now()
+  if (generation !== seen) {
+    seen = generation
+    // CPU time never exceeds wall time: a CPU limit no shorter than the time left cannot pass first
+    watchCpu = limits[1] > 0 && limits[1] < limits[0] - now
+    base = -1
+    armedAt = now
+  }
+  const left = limits[0] - now
   const cpuLimit = limits[1]
   let reason = left <= 0 ? 1 : 0
   let wait = left
-  if (reason === 0 && cpuLimit > 0) {
-    const used = cpuMs() - base
-    if (used >= cpuLimit) reason = 2
-    else wait = Math.min(left, Math.max(cpuLimit - used, 2))
+  if (reason === 0 && watchCpu) {
+    if (base < 0 && now - armedAt < SETTLE_MS) {
+      // most calls end within a few ms: the baseline is read only for one still running (read
+      // later it is larger, so the call is stopped at most SETTLE_MS of CPU late, never early)
+      wait = Math.min(left, SETTLE_MS - (now - armedAt))
+    } else {
+      if (base < 0) base = cpuMs()
+      const used = cpuMs() - base
+      if (used >= cpuLimit) reason = 2
+      else wait = Math.min(left, Math.max(cpuLimit - used, 2))
+    }
   }
   if (reason !== 0) {
     if (Atomics.load(control, 0) !== generation) continue
@@ -255,10 +275,10 @@ class Interrupter {
     return generation & 0x1fffffff
   }
 
+  /** Ends the arming (the thread is not woken for it: it finds out when its wait ends or the next call arms it). */
   disarm(): void {
     Atomics.store(this.control, 1, 0)
     Atomics.add(this.control, 0, 1)
-    Atomics.notify(this.control, 0)
     Atomics.store(this.signal, 0, 0)
   }
 
@@ -286,10 +306,10 @@ const SIGINT = 2
  */
 const ABANDON_AFTER_MS = 250
 /**
- * The worker's own parts of a call (restoring the interpreter before it, the envelope after it)
- * are not interrupted, unless one has run this long past the call's limit: only the call's code
- * (a `__del__`, `__eq__`, trace function… it left behind) can make them that slow. The
- * interpreter is then replaced after the call.
+ * The worker's own parts of a call (dropping what the previous call left before it, the envelope
+ * and putting the interpreter back after it) are not interrupted, unless one has run this long
+ * past the call's limit: only code the call left behind (a `__del__`, `__eq__`, trace function…)
+ * can make them that slow. The interpreter is then replaced after the call.
  */
 const PRELUDE_GRACE_MS = 200
 /** Preparation (installing dependencies, compiling the source) gets this long before it is interrupted. */
@@ -355,7 +375,8 @@ class InterruptGate {
 
   enter(phase: GatePhase): void {
     this.phase = phase
-    this.phaseStartedAt = performance.now()
+    // only the worker's own parts are timed (PRELUDE_GRACE_MS)
+    if (phase === 'prelude') this.phaseStartedAt = performance.now()
   }
 
   get delivered(): boolean {
@@ -575,7 +596,7 @@ function emptyDirectory(fs: PyodideApi['FS'], dir: string): void {
   for (const entry of entries) if (entry !== '.' && entry !== '..') removeTree(fs, `${dir}/${entry}`)
 }
 
-type PreludeFunction = 'prepare' | 'enter' | 'run' | 'finish' | 'install' | 'forgetSite'
+type PreludeFunction = 'prepare' | 'call' | 'finish' | 'install' | 'forgetSite'
 
 /** A loaded, hardened interpreter with the prelude installed. */
 export class PythonInterpreter {
@@ -639,8 +660,7 @@ export class PythonInterpreter {
     py.runPython(PYTHON_PRELUDE, { globals: namespace, filename: PRELUDE_FILENAME })
     const fns = {
       prepare: asCallable(namespace.get('prepare'), 'prepare'),
-      enter: asCallable(namespace.get('enter'), 'enter'),
-      run: asCallable(namespace.get('run'), 'run'),
+      call: asCallable(namespace.get('call'), 'call'),
       finish: asCallable(namespace.get('finish'), 'finish'),
       install: asCallable(namespace.get('install'), 'install'),
       forgetSite: asCallable(namespace.get('forget_site'), 'forget_site'),
@@ -744,6 +764,8 @@ export class PythonInterpreter {
     let answer: unknown
     let fault: string | undefined
     let runEscaped = false
+    /** the interpreter was restored for the call (not stopped half-way by an interrupt or the call's own code) */
+    let restored = false
     mod._malloc_trim(0)
     mod._malloc_set_footprint_limit(Math.min(NO_LIMIT - 1, mod._malloc_footprint() + Math.ceil(spec.memoryMb * MIB)))
     this.raw.begin()
@@ -758,19 +780,17 @@ export class PythonInterpreter {
       // (C-level dict operations; dropping what a call left can run its __del__, hence the gate)
       this.restoreNamespace(spec.restore)
       this.releasePending()
-      this.dict.clear(state)
-      fns.enter(state, spec.site, spec.stash, spec.maxLogBytes, spec.instance, spec.restore, spec.seed)
       gate.enter('user')
       try {
-        fns.run(state, spec.code, spec.functionName, spec.argsJson, spec.instance)
+        restored = fns.call(state, spec.code, spec.argsJson, spec.functionName, spec.site, spec.stash, spec.maxLogBytes, spec.instance, spec.restore, spec.seed) === true
       } catch (err) {
-        // an interrupt that landed in the last steps of run's own handler
+        // an interrupt that landed in the last steps of call's own handler
         if (!isPythonError(err)) throw err
         runEscaped = true
       }
       gate.enter('prelude')
       this.restoreNamespace(false)
-      answer = fns.finish(state, spec.functionName, spec.site, spec.stash, spec.instance, gate.delivered || runEscaped)
+      answer = fns.finish(state, gate.delivered || runEscaped)
     } catch (err) {
       fault = err instanceof Error ? err.message : String(err)
     } finally {
@@ -801,7 +821,8 @@ export class PythonInterpreter {
         return run
       }
     }
-    if (gate.interruptedPrelude) this.retiring = true
+    // interrupted while restoring or putting back the interpreter: its state is suspect
+    if (gate.interruptedPrelude || !restored) this.retiring = true
     mod._malloc_set_footprint_limit(NO_LIMIT)
     try {
       for (const dir of WRITABLE_DIRS) emptyDirectory(fs, dir)
@@ -861,8 +882,8 @@ export class PythonInterpreter {
 
   /** Releases the handles let go of since the last call, and the handlers the gate replaced. */
   private releasePending(): void {
+    if (this.pending.length === 0 && this.gate.replaced.length === 0) return
     const handles = this.pending.concat(this.gate.replaced.splice(0))
-    if (handles.length === 0) return
     this.pending = []
     for (const handle of handles) {
       try {

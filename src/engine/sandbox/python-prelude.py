@@ -6,50 +6,68 @@
 #
 # - `prepare(source)` compiles a function's source: the code object (the worker keeps it per key),
 #   or the JSON of `{ kind: 'syntax', message }`.
-# - `invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes, instance, restore)` runs
-#   one call and returns the JSON envelope `{ ok, json?, kind?, error?, lines, used, truncated }`
-#   (a success without output: `S` followed by the result's JSON), where `kind` is `missing` | `args` | `threw` | `load` | `result` | `timeout` | `memory` |
-#   `unsupported`. `instance` is the dict the worker keeps for a warm function (its module globals
-#   and function, reused by its next call when no other function ran in between; emptied when a
-#   call loads nothing or ends at a limit), None for a call in fresh globals; `restore` is False
-#   when the previous call of the interpreter was this same warm function (see below).
+# - a call is two calls from the worker, passing the same `state` dict (the worker's):
+#   `call(state, code, args_json, name, site, stash, max_log_bytes, instance, restore, seed)`
+#   restores the interpreter (below), captures the standard streams and runs the call's own code —
+#   loading the source, binding the arguments, the call, its coroutine, encoding the result —,
+#   records what happened in `state`, raises nothing and returns whether the restore completed;
+#   `finish(state, limited)` returns the JSON envelope `{ ok, json?, kind?, error?, lines, used,
+#   truncated }` (a success without output: `S` followed by the result's JSON), where `kind` is
+#   `missing` | `args` | `threw` | `load` | `result` | `interrupted` | `memory` | `unsupported` |
+#   `internal`, and puts back what the call changed of `sys.modules`, `sys.path` and the streams.
+#   `instance` is the dict the worker keeps for a warm function (its module globals and function,
+#   reused by its next call when no other function ran in between; emptied when a call loads
+#   nothing or ends at a limit), None for a call in fresh globals; `restore` is False when the
+#   previous call of the interpreter was this same warm function (see below); `limited`: the
+#   worker interrupted the call at its time or CPU limit.
 # - `install(staging, wheels_json)` unpacks wheels under /tmp (the worker moves the directory into
 #   /lib/svc-deps, where calls cannot write); `forget_site(site)` after the worker removed one.
 #
-# Guards (Python level; the JS layer in python-interpreter.ts holds without them):
-# - an audit hook, referenced by nothing but the interpreter and built only from immutable values
-#   and builtin functions, refuses process, socket, ctypes, gc-introspection and audit-hook events,
-#   writes outside /tmp and /home/pyodide, directory descriptors elsewhere, and changing the code or
-#   defaults of functions the call did not define;
-# - while user code runs, `js`, `pyodide_js`, `pyodide.*`, `_pyodide*`, `ctypes` and `micropip` are
-#   out of `sys.modules` and refused by an import guard, and the prelude's frames are refused to
-#   `sys._getframe`;
-# - KeyboardInterrupt from the worker's interrupter thread only counts while user code runs and
-#   its deadline has passed; `time.sleep` waits in short interruptible host waits; the recursion
-#   limit is capped.
+# Guards. None of them relies on state Python code can reach or change (issue 27): a function can
+# get hold of this namespace (any prelude function's `__globals__`, the frame under its call, a
+# traceback, a trace function…) and rebind or empty it — the worker restores it from its own copy
+# before `call` and before `finish`, and nothing in it switches a guard.
+# - The audit hook (`_audit`, installed last and referenced by nothing but the interpreter) refuses
+#   process, socket, ctypes, gc-introspection and audit-hook events, the import of `js`,
+#   `pyodide_js`, `pyodide*`, `_pyodide*`, `ctypes` and `micropip` (which are out of `sys.modules`
+#   for good) and the execution of their code, the prelude's frames to `sys._getframe`, writes
+#   outside /tmp and /home/pyodide, directory descriptors elsewhere, and changing the code or
+#   defaults of functions the call did not define — always, not while a flag says so. It holds no
+#   state: the sets it checks are constants of its code, the rest default arguments; no closure
+#   cells (writable), no globals; it checks its arguments' types exactly and calls none of their
+#   methods (a path that is neither str nor bytes nor int is converted by its own `__fspath__`,
+#   which can mislead that one check, as it could mislead the operation itself).
+# - Interrupts (the time and CPU limits) are decided by the worker: it delivers SIGINT only while
+#   `call` runs (or, when code the call left made `finish` run long past the limit, there), after
+#   putting `signal.default_int_handler` back as the handler through `_signal.signal`
+#   it holds itself; whatever handler a function installs is replaced when it matters. A function
+#   still running 250 ms after the interrupt loses its interpreter (python-interpreter.ts).
+# - `time.sleep` waits in short interruptible host waits; the recursion limit is capped.
 #
-# Between calls of one tenant (tenants never share an interpreter: python-runtime.ts keeps one per
-# tenant, so nothing below is a boundary between tenants): before each call the worker restores
-# this namespace from its own copy (a C-level dict operation, before any Python runs). When the
-# previous call of the interpreter was the same warm function (the default context mode), that is
-# all that is restored besides what the guards and limits rely on (streams, hooks, trace and
-# profile functions, recursion and int-digit limits, the SIGINT handler, the environment,
-# `sys.path`, the blocked modules): the function sees what its own earlier calls left, as in a
-# warm process. Otherwise (another function ran in between, or the function asks for a fresh
-# context) the function's module is loaded again in fresh globals, the worker also restores the
-# builtins from its copy, and `_enter` restores the attributes
-# of the commonly used stdlib modules (`_PROTECTED_MODULE_NAMES`), the json and logging classes
-# and the prelude's classes, `sys.modules` (the baseline; modules a call imported are discarded
-# after it, except a dependency set's, kept per set), `sys` attributes, standard
-# streams, hooks, recursion and int-digit limits, the SIGINT handler, environment, logging
-# handlers and loggers, warning filters, the `re` caches, gc callbacks and `sys.monitoring` tools.
-# After each call the worker empties /tmp and /home/pyodide and resets the working directory.
-# Not reset: attributes of stdlib modules outside that list, attributes of stdlib classes other
-# than those named, contents of other mutable stdlib containers and C-level registries (codecs,
-# copyreg), and an object planted in a protected module with an `__eq__` that lies about
-# equality. A deliberately hostile function can reach these (for instance through a frame's
-# `f_back`) and affect later calls of its own tenant on the same worker; it reaches no other
-# tenant's interpreter and nothing of the host.
+# Between calls of one scope (scopes never share an interpreter: python-runtime.ts keeps one per
+# scope, so nothing below is a boundary between tenants): before each call the worker restores
+# this namespace from its own copy (a C-level dict operation). When the previous call of the
+# interpreter was the same warm function (the default context mode), that is all that is restored
+# besides what the limits rely on (streams, hooks, trace and profile functions, recursion and
+# int-digit limits, the SIGINT handler, the environment, `sys.path`, `sys.meta_path`, the blocked
+# modules): the function sees what its own earlier calls left, as in a warm process. Otherwise
+# (another function ran in between, or the function asks for a fresh context) the function's
+# module is loaded again in fresh globals, the worker also restores the builtins from its copy,
+# and `_enter` restores the attributes of the commonly used stdlib modules
+# (`_PROTECTED_MODULE_NAMES`), the json and logging classes and the prelude's classes,
+# `sys.modules` (the baseline; modules a call imported are discarded after it, except a dependency
+# set's, kept per set), `sys` attributes, standard streams, hooks, recursion and int-digit limits,
+# the SIGINT handler, environment, logging handlers and loggers, warning filters, the `re` caches,
+# gc callbacks, debug flags and garbage, and `sys.monitoring` tools. After each call the worker
+# empties /tmp and /home/pyodide and resets the working directory. Not reset: attributes of
+# stdlib modules outside that list, attributes of stdlib classes other than those named, contents
+# of other mutable stdlib containers and C-level registries (codecs, copyreg), and an object
+# planted in a protected module with an `__eq__` that lies about equality. A deliberately hostile
+# function can reach these and affect later calls of its own scope on the same worker; it reaches
+# no other scope's interpreter, no guard and nothing of the host. Code of a function that runs
+# while the interpreter is restored or put back (a `__del__`, an `__eq__`, a trace function it
+# left) is interrupted like the call's own once the call is past its limit, and the interpreter is
+# then replaced.
 import builtins, sys, os, io, json, time, signal, _signal, inspect, importlib, traceback, operator, gc, types, posix, zipfile, shutil
 import json.encoder, json.decoder, json.scanner
 # in the baseline modules, so that a function's "import random" is this module (deterministic calls seed it)
@@ -780,11 +798,15 @@ def _verdict(capture, streams, **fields):
         return _envelope_dumps(fields)
 
 
-def enter(state, site, stash, max_log_bytes, instance=None, restore=True, seed=None):
-    # The first part of a call (the worker's interrupt waits while it runs): restores the baseline
-    # (restore False: the previous call of this interpreter was this warm function, see _enter),
-    # seeds a deterministic call and captures the standard streams. state: the dict the worker
-    # passes to the three parts of each call (emptied by finish).
+def _enter_call(state, name, site, stash, max_log_bytes, instance, restore, seed):
+    # Restores the baseline (restore False: the previous call of this interpreter was this warm
+    # function, see _enter), seeds a deterministic call and captures the standard streams; the
+    # call's name, site, stash and instance stay in state for finish.
+    state.clear()
+    state['name'] = name
+    state['site'] = site
+    state['stash'] = stash
+    state['instance'] = instance
     _enter(site, stash, restore)
     if seed is not None:
         # a deterministic function: the random module's shared generator starts from the arguments'
@@ -805,19 +827,25 @@ def enter(state, site, stash, max_log_bytes, instance=None, restore=True, seed=N
     sys.stdin = sys.__stdin__ = io.StringIO('')
 
 
-def run(state, code, name, args_json, instance=None, *, _CodeType=_CodeType, _builtins=builtins, exec=exec,
-        callable=callable, type=type, _loads=_loads, _plan_of=_plan_of, _bind=_bind, _bind_plain=_bind_plain,
-        _CoroutineType=_CoroutineType, _drive=_drive, _encode=_result_encoder.encode, _describe=_describe,
-        BaseException=BaseException, KeyboardInterrupt=KeyboardInterrupt):
-    # The call's own code, the only part the worker's interrupt (time and CPU limits) reaches:
-    # loading the source, binding the arguments, the call, its coroutine and encoding the result.
-    # What happened goes into state; nothing is raised (an interrupt can only land in the last
-    # steps of the handler, and the worker copes with that too).
-    phase = 'load'
+def call(state, code, args_json, name, site, stash, max_log_bytes, instance=None, restore=True, seed=None, *,
+         _enter_call=_enter_call, _CodeType=_CodeType, _builtins=builtins, exec=exec, callable=callable, type=type,
+         _loads=_loads, _plan_of=_plan_of, _bind=_bind, _bind_plain=_bind_plain, _CoroutineType=_CoroutineType,
+         _drive=_drive, _encode=_result_encoder.encode, _describe=_describe, BaseException=BaseException,
+         KeyboardInterrupt=KeyboardInterrupt):
+    # The call, the part the worker's interrupt (time and CPU limits) reaches: restoring the
+    # interpreter for it (_enter_call), loading the source, binding the arguments, the call, its
+    # coroutine and encoding the result. What happened goes into state; nothing is raised (an
+    # interrupt can only land in the last steps of the handler, and the worker copes with that
+    # too). Returns whether the interpreter was restored: False when an interrupt, or code the call
+    # left (an __eq__, a __del__), stopped the restore half-way (the worker then replaces the
+    # interpreter).
+    phase = 'enter'
     try:
+        _enter_call(state, name, site, stash, max_log_bytes, instance, restore, seed)
+        phase = 'load'
         if type(code) is not _CodeType:
             state['kind'] = 'internal'
-            return
+            return True
         if instance is not None and 'fn' in instance:
             g = instance['g']
             fn = instance['fn']
@@ -829,7 +857,7 @@ def run(state, code, name, args_json, instance=None, *, _CodeType=_CodeType, _bu
             fn = g.get(name)
         if not callable(fn):
             state['kind'] = 'missing'
-            return
+            return True
         state['fn'] = fn
         phase = 'args'
         args = _loads(args_json)
@@ -851,6 +879,7 @@ def run(state, code, name, args_json, instance=None, *, _CodeType=_CodeType, _bu
                 state['described'] = _describe(e)
         except BaseException:
             pass
+    return phase != 'enter'
 
 
 def _verdict_of(state, name):
@@ -864,6 +893,8 @@ def _verdict_of(state, name):
     described = state.get('described') or {'name': 'Exception', 'message': '', 'stack': ''}
     if kind == 'internal' or e is None:
         return {'ok': False, 'kind': 'internal', 'error': {'name': 'Error', 'message': 'the call produced no verdict'}}
+    if phase == 'enter' and type(e) is not KeyboardInterrupt:
+        return {'ok': False, 'kind': 'internal', 'error': {'name': described['name'], 'message': f"the interpreter could not be restored for the call: {described['message']}"}}
     if type(e) is KeyboardInterrupt:
         return {'ok': False, 'kind': 'interrupted', 'error': {'name': 'KeyboardInterrupt', 'message': ''}}
     if isinstance(e, MemoryError):
@@ -881,10 +912,14 @@ def _verdict_of(state, name):
     return {'ok': False, 'kind': 'threw' if phase != 'load' else 'load', 'error': described}
 
 
-def finish(state, name, site, stash, instance=None, limited=False):
-    # The last part of a call (the interrupt waits): the envelope, what the warm function keeps,
+def finish(state, limited=False):
+    # After the call (the interrupt waits): the envelope, what the warm function keeps,
     # and the interpreter put back (modules the call imported, sys.path, streams). limited: the
     # worker interrupted the call at a limit (its module is then loaded again by the next call).
+    name = state.get('name', '')
+    site = state.get('site', '')
+    stash = state.get('stash')
+    instance = state.get('instance')
     verdict = _verdict_of(state, name)
     kind = verdict.get('kind')
     limited = limited or kind == 'interrupted' or kind == 'memory'
