@@ -63,6 +63,13 @@ describe('wall time', () => {
     expect(out.logs.map((l) => l.message)).toEqual(['started'])
   })
 
+  it('reports a KeyboardInterrupt the function raises itself as its own error (1007), not as a limit', async () => {
+    const out = await sandbox.execute(pyBody('limits/own-interrupt', 'raise KeyboardInterrupt'))
+    expect(out.error?.code).toBe(1007)
+    expect(out.error?.message).toMatch(/raised KeyboardInterrupt/)
+    expect(out.error?.details?.limit).toBeUndefined()
+  })
+
   it('reports 1004 when the function swallows the interrupt but returns after its deadline', async () => {
     const body = 'import time\ntry:\n    while True:\n        pass\nexcept KeyboardInterrupt:\n    pass\nreturn "late"'
     const { out } = await timed(pyBody('limits/swallow-once', body, { limits: { ...LIMITS, timeoutMs } }))
