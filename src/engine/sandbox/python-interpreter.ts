@@ -68,6 +68,8 @@ interface EmscriptenModule {
   _malloc_set_footprint_limit(bytes: number): number
   _malloc_trim(pad: number): number
   _PyEval_SaveThread?: () => number
+  _PyErr_CheckSignals(): number
+  _PyErr_Clear(): void
   _Py_EMSCRIPTEN_SIGNAL_HANDLING: number
   [key: string]: unknown
 }
@@ -763,6 +765,7 @@ export class PythonInterpreter {
     const { state } = this.pinned
     let answer: unknown
     let fault: string | undefined
+    let faultIsPython = false
     let runEscaped = false
     /** the interpreter was restored for the call (not stopped half-way by an interrupt or the call's own code) */
     let restored = false
@@ -788,11 +791,18 @@ export class PythonInterpreter {
         if (!isPythonError(err)) throw err
         runEscaped = true
       }
+      if (gate.delivered) {
+        // an interrupt delivered as the call returned is still pending: it is raised (and
+        // dropped) here, not in finish
+        mod._PyErr_CheckSignals()
+        mod._PyErr_Clear()
+      }
       gate.enter('prelude')
       this.restoreNamespace(false)
       answer = fns.finish(state, gate.delivered || runEscaped)
     } catch (err) {
       fault = err instanceof Error ? err.message : String(err)
+      faultIsPython = isPythonError(err)
     } finally {
       gate.enter('idle')
       timer.disarm()
@@ -811,7 +821,7 @@ export class PythonInterpreter {
       return run
     }
     if (fault !== undefined) {
-      if (gate.interruptedPrelude || (runEscaped && gate.delivered)) {
+      if (faultIsPython && (gate.interruptedPrelude || gate.delivered)) {
         // interrupted in the worker's own part of the call: the interpreter's state is suspect
         this.retiring = true
         run.limit ??= 'time'
