@@ -16,6 +16,9 @@ const tenant = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1–64 charac
 const role = z.enum(['developer', 'consumer', 'admin'])
 const rule = z.object({ points: z.number().int().min(0), window_s: z.number().int().min(1) }).strict()
 
+/** A bound on Python interpreters' memory in MB: 0 (none) or room for at least one interpreter (a fresh one holds 20 MB). */
+const interpreterMb = z.number().int().max(1024 * 1024).refine((mb) => mb === 0 || mb >= 64, { message: 'must be 0 (no bound) or at least 64' })
+
 export const configSchema = z.object({
   server: z.object({
     host: z.string().min(1),
@@ -122,8 +125,8 @@ export const configSchema = z.object({
     python: z.object({
       wheelhouse: z.string(),
       interpreters_per_worker: z.number().int().min(1).max(64),
-      max_interpreter_mb_per_worker: z.number().int().min(0).max(1024 * 1024),
-      max_interpreter_mb_per_tenant: z.number().int().min(0).max(1024 * 1024),
+      max_interpreter_mb_per_worker: interpreterMb,
+      max_interpreter_mb_per_tenant: interpreterMb,
       kill_grace_ms: z.number().int().min(0),
     }).strict(),
     defaults: limits.strict(),

@@ -10,12 +10,14 @@ describe('Python interpreter memory bounds', () => {
     expect(python({})).toMatchObject({ interpreters_per_worker: 4, max_interpreter_mb_per_worker: 2048, max_interpreter_mb_per_tenant: 1024 })
   })
 
-  it('accept 0 for no bound and refuse a tenant bound above the worker bound, negatives and fractions', () => {
+  it('accept 0 for no bound and refuse a tenant bound above the worker bound, bounds below 64 MB, negatives and fractions', () => {
     expect(python({ max_interpreter_mb_per_worker: 0, max_interpreter_mb_per_tenant: 0 })).toMatchObject({ max_interpreter_mb_per_worker: 0 })
     expect(python({ max_interpreter_mb_per_worker: 0, max_interpreter_mb_per_tenant: 4096 })).toMatchObject({ max_interpreter_mb_per_tenant: 4096 })
     expect(() => python({ max_interpreter_mb_per_worker: 512, max_interpreter_mb_per_tenant: 1024 })).toThrow(/max_interpreter_mb_per_tenant exceeds/)
     expect(() => python({ max_interpreter_mb_per_worker: -1 })).toThrow(/execution\.python\.max_interpreter_mb_per_worker/)
     expect(() => python({ max_interpreter_mb_per_tenant: 1.5 })).toThrow(/execution\.python\.max_interpreter_mb_per_tenant/)
+    // a bound too small for one interpreter would reload one for every call
+    expect(() => python({ max_interpreter_mb_per_tenant: 32 })).toThrow(/at least 64/)
   })
 
   it('are checked by the sandbox too', () => {
