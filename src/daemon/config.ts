@@ -26,6 +26,9 @@ const cidr = z.string().superRefine((text, ctx) => {
   }
 })
 
+/** A bound on Python interpreters' memory in MB: 0 (none) or room for at least one interpreter (a fresh one holds 20 MB). */
+const interpreterMb = z.number().int().max(1024 * 1024).refine((mb) => mb === 0 || mb >= 64, { message: 'must be 0 (no bound) or at least 64' })
+
 export const configSchema = z.object({
   server: z.object({
     host: z.string().min(1),
@@ -152,6 +155,8 @@ export const configSchema = z.object({
     python: z.object({
       wheelhouse: z.string(),
       interpreters_per_worker: z.number().int().min(1).max(64),
+      max_interpreter_mb_per_worker: interpreterMb,
+      max_interpreter_mb_per_tenant: interpreterMb,
       kill_grace_ms: z.number().int().min(0),
     }).strict(),
     defaults: limits.strict(),
@@ -280,6 +285,16 @@ export function loadConfig(options: LoadConfigOptions = {}): Readonly<SvcConfig>
   // a worker holds itself (about 100 MB with an interpreter) and a function at its largest
   if (workerMb > 0 && workerMb < config.execution.max.memory_mb + WORKER_OWN_MB) {
     throw new ConfigError(`execution.worker_memory_mb (${workerMb}) must be 0 or at least execution.max.memory_mb + ${WORKER_OWN_MB} (${config.execution.max.memory_mb + WORKER_OWN_MB})`)
+  }
+  const python = config.execution.python
+  if (python.max_interpreter_mb_per_worker > 0 && python.max_interpreter_mb_per_tenant > python.max_interpreter_mb_per_worker) {
+    throw new ConfigError('execution.python.max_interpreter_mb_per_tenant exceeds execution.python.max_interpreter_mb_per_worker')
+  }
+  // warm state is evicted fairly, tenant by tenant; the worker's own bound replaces the worker with
+  // every tenant's warm state in it: the warm bounds must leave it room (a worker holds ~200 MB itself)
+  const warmMb = config.execution.max_warm_mb_per_worker + python.max_interpreter_mb_per_worker
+  if (workerMb > 0 && config.execution.max_warm_mb_per_worker > 0 && python.max_interpreter_mb_per_worker > 0 && warmMb + WORKER_OWN_MB > workerMb) {
+    throw new ConfigError(`execution.max_warm_mb_per_worker + execution.python.max_interpreter_mb_per_worker (${warmMb}) leave no room under execution.worker_memory_mb (${workerMb}) for the worker itself (${WORKER_OWN_MB} MB)`)
   }
   return deepFreeze(config)
 }

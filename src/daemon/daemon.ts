@@ -190,6 +190,8 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     ...(x.python.wheelhouse ? { pythonWheelhouse: x.python.wheelhouse } : {}),
     pythonWheelCache: wheelCache,
     pythonInterpretersPerWorker: x.python.interpreters_per_worker,
+    pythonInterpreterMbPerWorker: x.python.max_interpreter_mb_per_worker,
+    pythonInterpreterMbPerTenant: x.python.max_interpreter_mb_per_tenant,
     pythonKillGraceMs: x.python.kill_grace_ms,
     osIsolation,
     memoryBound,

@@ -30,7 +30,7 @@ def call(source, name, args=None, **options):
 
 
 def test_a_call_answers_its_result_compactly():
-    assert call('def add(a, b):\n    return a + b\n', 'add', {'a': 1, 'b': 2}) == {'ok': True, 'json': '3', 'compact': True}
+    assert call('def add(a, b):\n    return a + b\n', 'add', {'a': 1, 'b': 2}) == {'ok': True, 'json': '3', 'compact': True, 'interrupted': False}
 
 
 def test_output_is_captured_with_the_result():
@@ -80,7 +80,9 @@ def test_an_endless_loop_and_a_long_sleep_end_at_the_deadline_and_the_interprete
         {'source': 'def nap():\n    import time\n    time.sleep(30)\n', 'name': 'nap', 'timeout_ms': 200},
         {'source': 'def ok():\n    return 1\n', 'name': 'ok'},
     ])
-    assert spin['kind'] == 'timeout' and nap['kind'] == 'timeout'
+    # the envelope says the call was interrupted; the worker names the limit it stopped it at
+    assert spin['kind'] == 'interrupted' and nap['kind'] == 'interrupted'
+    assert spin['interrupted'] and nap['interrupted']
     assert after['json'] == '1'
 
 
@@ -140,3 +142,70 @@ def test_a_warm_function_keeps_its_globals_between_its_own_calls_and_loads_again
         {'source': counter, 'name': 'count', 'warm': 'w', 'restore': True},
     ])
     assert (first['json'], second['json'], restored['json']) == ('1', '2', '1')
+
+
+# ---- guards out of reach (issue 27, item 7) ----
+# Each route a function has to the prelude's namespace is used to switch off every flag it can
+# find there; the guards must not care. (Routes that need Python 3.13 or the worker — the audit
+# hook's frame, the SIGINT handler, sys.monitoring — are tested through the worker:
+# test/engine/sandbox/python-guards.test.ts.)
+
+SPOIL = '''
+def spoil(g):
+    if type(g) is not dict:
+        return 'no namespace'
+    for k in list(g):
+        v = g[k]
+        if type(v) is list and len(v) == 1:
+            v[0] = float('inf') if isinstance(v[0], float) else False
+    g['_BLOCKED'] = frozenset()
+    return 'spoiled'
+'''
+
+ROUTES = {
+    'a method of sys.stdout (the known route)': 'g = sys.stdout.write.__func__.__globals__',
+    'time.sleep': "g = getattr(time.sleep, '__globals__', None)",
+    'sys.setrecursionlimit': "g = getattr(sys.setrecursionlimit, '__globals__', None)",
+    'builtins.__import__': "g = getattr(builtins.__import__, '__globals__', None)",
+    'the import finder in sys.meta_path': 'g = sys.meta_path[0].find_spec.__globals__',
+    'the SIGINT handler': "g = getattr(signal.getsignal(signal.SIGINT), '__globals__', None)",
+    'the frame under the call': 'g = sys._getframe(0).f_back.f_globals',
+    'a traceback through a prelude function': "try:\n        time.sleep('x')\n    except ValueError as e:\n        g = e.__traceback__.tb_next.tb_frame.f_globals",
+    'a trace function': "seen = []\n    def tracer(frame, event, arg):\n        if frame.f_code.co_filename == '<svc-prelude>':\n            seen.append(frame.f_globals)\n    sys.settrace(tracer)\n    time.sleep(0)\n    sys.settrace(None)\n    g = seen[0] if seen else None",
+    'a profile function': "seen = []\n    def profiler(frame, event, arg):\n        if frame.f_code.co_filename == '<svc-prelude>':\n            seen.append(frame.f_globals)\n    sys.setprofile(profiler)\n    time.sleep(0)\n    sys.setprofile(None)\n    g = seen[0] if seen else None",
+}
+
+
+def tampering(route, then):
+    return f"import sys, time, signal, builtins, gc\n{SPOIL}\ndef f():\n    g = None\n    {ROUTES[route]}\n    spoil(g)\n    {then}\n"
+
+
+@pytest.mark.parametrize('route', sorted(ROUTES))
+def test_no_route_to_the_namespace_switches_the_import_guard_off(route):
+    answer = call(tampering(route, 'import ctypes\n    return "imported"'), 'f')
+    assert answer.get('ok') is not True, answer
+    assert "module 'ctypes' is not available in the sandbox" in answer['error']['message']
+
+
+@pytest.mark.parametrize('route', sorted(ROUTES))
+def test_no_route_to_the_namespace_lets_gc_introspection_through(route):
+    answer = call(tampering(route, 'gc.get_objects()\n    return "allowed"'), 'f')
+    assert answer.get('ok') is not True, answer
+    assert "'gc.get_objects' is not permitted" in answer['error']['message']
+
+
+def test_the_interrupt_ends_an_endless_loop_after_the_known_route_was_taken():
+    spin, after = run_calls([
+        {'source': tampering('a method of sys.stdout (the known route)', 'while True:\n        pass'), 'name': 'f', 'timeout_ms': 200},
+        {'source': 'def ok():\n    return 1\n', 'name': 'ok'},
+    ])
+    assert spin.get('kind') in ('interrupted', 'timeout'), spin
+    assert after['json'] == '1'
+
+
+def test_no_prelude_function_holds_a_closure_cell():
+    # cells are writable (cell_contents): nothing a guard or the worker's calls read may live in one
+    source = ("import sys\ndef f():\n    g = sys._getframe(0).f_back.f_globals\n    found = []\n"
+              "    for k, v in list(g.items()):\n        for fn in [v] + [m for m in getattr(v, '__dict__', {}).values()] if isinstance(v, type) else [v]:\n"
+              "            fn = getattr(fn, '__func__', fn)\n            code = getattr(fn, '__code__', None)\n            if type(code).__name__ == 'code' and code.co_filename == '<svc-prelude>' and fn.__closure__:\n                found.append(k)\n    return sorted(set(found))\n")
+    assert call(source, 'f')['json'] == '[]'

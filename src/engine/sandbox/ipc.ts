@@ -99,6 +99,25 @@ export interface WorkerConfig {
   maxSourceChars: number
   /** The worker's total memory bound, MB (memory-bound.ts; absent: none). */
   workerMemoryMb?: number
+  /** Memory bounds of the worker's Python interpreters (absent: none). */
+  pythonInterpreterMemory?: PythonInterpreterMemory
+}
+
+/**
+ * Memory bounds of a worker's Python interpreters, in bytes of WebAssembly memory (0: no bound):
+ * all of them, and those of one account (SandboxInit.pythonInterpreterMbPerWorker/PerTenant).
+ */
+export interface PythonInterpreterMemory {
+  perWorkerBytes: number
+  perTenantBytes: number
+}
+
+/** The bounds as a worker read them from its configuration; undefined when absent or malformed. */
+export function pythonInterpreterMemoryOf(value: unknown): PythonInterpreterMemory | undefined {
+  if (!isObject(value)) return undefined
+  const { perWorkerBytes, perTenantBytes } = value
+  const bytes = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0
+  return bytes(perWorkerBytes) && bytes(perTenantBytes) ? { perWorkerBytes, perTenantBytes } : undefined
 }
 
 export type SupervisorMessage =

@@ -6,50 +6,68 @@
 #
 # - `prepare(source)` compiles a function's source: the code object (the worker keeps it per key),
 #   or the JSON of `{ kind: 'syntax', message }`.
-# - `invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes, instance, restore)` runs
-#   one call and returns the JSON envelope `{ ok, json?, kind?, error?, lines, used, truncated }`
-#   (a success without output: `S` followed by the result's JSON), where `kind` is `missing` | `args` | `threw` | `load` | `result` | `timeout` | `memory` |
-#   `unsupported`. `instance` is the dict the worker keeps for a warm function (its module globals
-#   and function, reused by its next call when no other function ran in between; emptied when a
-#   call loads nothing or ends at a limit), None for a call in fresh globals; `restore` is False
-#   when the previous call of the interpreter was this same warm function (see below).
+# - a call is two calls from the worker, passing the same `state` dict (the worker's):
+#   `call(state, code, args_json, name, site, stash, max_log_bytes, instance, restore, seed)`
+#   restores the interpreter (below), captures the standard streams and runs the call's own code —
+#   loading the source, binding the arguments, the call, its coroutine, encoding the result —,
+#   records what happened in `state`, raises nothing and returns whether the restore completed;
+#   `finish(state, limited)` returns the JSON envelope `{ ok, json?, kind?, error?, lines, used,
+#   truncated }` (a success without output: `S` followed by the result's JSON), where `kind` is
+#   `missing` | `args` | `threw` | `load` | `result` | `interrupted` | `memory` | `unsupported` |
+#   `internal`, and puts back what the call changed of `sys.modules`, `sys.path` and the streams.
+#   `instance` is the dict the worker keeps for a warm function (its module globals and function,
+#   reused by its next call when no other function ran in between; emptied when a call loads
+#   nothing or ends at a limit), None for a call in fresh globals; `restore` is False when the
+#   previous call of the interpreter was this same warm function (see below); `limited`: the
+#   worker interrupted the call at its time or CPU limit.
 # - `install(staging, wheels_json)` unpacks wheels under /tmp (the worker moves the directory into
 #   /lib/svc-deps, where calls cannot write); `forget_site(site)` after the worker removed one.
 #
-# Guards (Python level; the JS layer in python-interpreter.ts holds without them):
-# - an audit hook, referenced by nothing but the interpreter and built only from immutable values
-#   and builtin functions, refuses process, socket, ctypes, gc-introspection and audit-hook events,
-#   writes outside /tmp and /home/pyodide, directory descriptors elsewhere, and changing the code or
-#   defaults of functions the call did not define;
-# - while user code runs, `js`, `pyodide_js`, `pyodide.*`, `_pyodide*`, `ctypes` and `micropip` are
-#   out of `sys.modules` and refused by an import guard, and the prelude's frames are refused to
-#   `sys._getframe`;
-# - KeyboardInterrupt from the worker's interrupter thread only counts while user code runs and
-#   its deadline has passed; `time.sleep` waits in short interruptible host waits; the recursion
-#   limit is capped.
+# Guards. None of them relies on state Python code can reach or change (issue 27): a function can
+# get hold of this namespace (any prelude function's `__globals__`, the frame under its call, a
+# traceback, a trace function…) and rebind or empty it — the worker restores it from its own copy
+# before `call` and before `finish`, and nothing in it switches a guard.
+# - The audit hook (`_audit`, installed last and referenced by nothing but the interpreter) refuses
+#   process, socket, ctypes, gc-introspection and audit-hook events, the import of `js`,
+#   `pyodide_js`, `pyodide*`, `_pyodide*`, `ctypes` and `micropip` (which are out of `sys.modules`
+#   for good) and the execution of their code, the prelude's frames to `sys._getframe`, writes
+#   outside /tmp and /home/pyodide, directory descriptors elsewhere, and changing the code or
+#   defaults of functions the call did not define — always, not while a flag says so. It holds no
+#   state: the sets it checks are constants of its code, the rest default arguments; no closure
+#   cells (writable), no globals; it checks its arguments' types exactly and calls none of their
+#   methods (a path that is neither str nor bytes nor int is converted by its own `__fspath__`,
+#   which can mislead that one check, as it could mislead the operation itself).
+# - Interrupts (the time and CPU limits) are decided by the worker: it delivers SIGINT only while
+#   `call` runs (or, when code the call left made `finish` run long past the limit, there), after
+#   putting `signal.default_int_handler` back as the handler through `_signal.signal`
+#   it holds itself; whatever handler a function installs is replaced when it matters. A function
+#   still running 250 ms after the interrupt loses its interpreter (python-interpreter.ts).
+# - `time.sleep` waits in short interruptible host waits; the recursion limit is capped.
 #
-# Between calls of one tenant (tenants never share an interpreter: python-runtime.ts keeps one per
-# tenant, so nothing below is a boundary between tenants): before each call the worker restores
-# this namespace from its own copy (a C-level dict operation, before any Python runs). When the
-# previous call of the interpreter was the same warm function (the default context mode), that is
-# all that is restored besides what the guards and limits rely on (streams, hooks, trace and
-# profile functions, recursion and int-digit limits, the SIGINT handler, the environment,
-# `sys.path`, the blocked modules): the function sees what its own earlier calls left, as in a
-# warm process. Otherwise (another function ran in between, or the function asks for a fresh
-# context) the function's module is loaded again in fresh globals, the worker also restores the
-# builtins from its copy, and `_enter` restores the attributes
-# of the commonly used stdlib modules (`_PROTECTED_MODULE_NAMES`), the json and logging classes
-# and the prelude's classes, `sys.modules` (the baseline; modules a call imported are discarded
-# after it, except a dependency set's, kept per set), `sys` attributes, standard
-# streams, hooks, recursion and int-digit limits, the SIGINT handler, environment, logging
-# handlers and loggers, warning filters, the `re` caches, gc callbacks and `sys.monitoring` tools.
-# After each call the worker empties /tmp and /home/pyodide and resets the working directory.
-# Not reset: attributes of stdlib modules outside that list, attributes of stdlib classes other
-# than those named, contents of other mutable stdlib containers and C-level registries (codecs,
-# copyreg), and an object planted in a protected module with an `__eq__` that lies about
-# equality. A deliberately hostile function can reach these (for instance through a frame's
-# `f_back`) and affect later calls of its own tenant on the same worker; it reaches no other
-# tenant's interpreter and nothing of the host.
+# Between calls of one scope (scopes never share an interpreter: python-runtime.ts keeps one per
+# scope, so nothing below is a boundary between tenants): before each call the worker restores
+# this namespace from its own copy (a C-level dict operation). When the previous call of the
+# interpreter was the same warm function (the default context mode), that is all that is restored
+# besides what the limits rely on (streams, hooks, trace and profile functions, recursion and
+# int-digit limits, the SIGINT handler, the environment, `sys.path`, `sys.meta_path`, the blocked
+# modules): the function sees what its own earlier calls left, as in a warm process. Otherwise
+# (another function ran in between, or the function asks for a fresh context) the function's
+# module is loaded again in fresh globals, the worker also restores the builtins from its copy,
+# and `_enter` restores the attributes of the commonly used stdlib modules
+# (`_PROTECTED_MODULE_NAMES`), the json and logging classes and the prelude's classes,
+# `sys.modules` (the baseline; modules a call imported are discarded after it, except a dependency
+# set's, kept per set), `sys` attributes, standard streams, hooks, recursion and int-digit limits,
+# the SIGINT handler, environment, logging handlers and loggers, warning filters, the `re` caches,
+# gc callbacks, debug flags and garbage, and `sys.monitoring` tools. After each call the worker
+# empties /tmp and /home/pyodide and resets the working directory. Not reset: attributes of
+# stdlib modules outside that list, attributes of stdlib classes other than those named, contents
+# of other mutable stdlib containers and C-level registries (codecs, copyreg), and an object
+# planted in a protected module with an `__eq__` that lies about equality. A deliberately hostile
+# function can reach these and affect later calls of its own scope on the same worker; it reaches
+# no other scope's interpreter, no guard and nothing of the host. Code of a function that runs
+# while the interpreter is restored or put back (a `__del__`, an `__eq__`, a trace function it
+# left) is interrupted like the call's own once the call is past its limit, and the interpreter is
+# then replaced.
 import builtins, sys, os, io, json, time, signal, _signal, inspect, importlib, traceback, operator, gc, types, posix, zipfile, shutil
 import json.encoder, json.decoder, json.scanner
 # in the baseline modules, so that a function's "import random" is this module (deterministic calls seed it)
@@ -60,148 +78,144 @@ _PRELUDE_FILE = '<svc-prelude>'
 _HOME = '/home/pyodide'
 _BLOCKED = frozenset(('js', 'pyodide_js', 'pyodide', '_pyodide', '_pyodide_core', 'micropip', 'pyodide_http', 'ctypes', '_ctypes'))
 
-# user code is running: import guard, frame guard and interrupts apply (reset by every call)
-_user = [False]
-_deadline = [0.0]
+# The audit hook, installed last (when the baseline is taken): the guards that hold whatever a call
+# does. Nothing in it can be changed from Python: it is referenced by nothing but the interpreter (no
+# function, frame, module or gc route leads to it), it has no closure cells (they are writable) and
+# no globals (a frame's f_globals is a live dict); the sets it checks are constants of its code, and
+# every name it uses is a default argument bound here (a frame's f_locals can rebind those only for
+# the rest of that one event). It checks the types of the event's arguments exactly and calls no
+# method of them, so no function's code runs inside it while it decides (the one exception: a path
+# argument that is neither str nor bytes nor int is converted with its own __fspath__, which can
+# only mislead that one path check). CPython runs audit hooks with tracing off.
+def _absolute(path, *, _type=type, _str=str, _bytes=bytes, _issubclass=issubclass, _fspath=posix.fspath,
+              _str_copy=str.__str__, _bytes_copy=bytes.__bytes__, _getcwd=posix.getcwd):
+    kind = _type(path)
+    if kind is not _str and kind is not _bytes:
+        if not (_issubclass(kind, _str) or _issubclass(kind, _bytes)):
+            path = _fspath(path)
+            kind = _type(path)
+        path = _str_copy(path) if _issubclass(kind, _str) else _bytes_copy(path)
+    if _type(path) is _bytes:
+        path = path.decode('utf-8', 'surrogateescape')
+    if not path.startswith('/'):
+        path = _getcwd() + '/' + path
+    parts = []
+    for part in path.split('/'):
+        if part == '' or part == '.':
+            continue
+        if part == '..':
+            if parts:
+                parts.pop()
+        else:
+            parts.append(part)
+    return '/' + '/'.join(parts)
 
-def _install_audit_hook():
-    # Everything the hook uses is bound here, as immutable values or builtin functions, and the
-    # hook is referenced by nothing but the interpreter: rebinding names in modules or in this
-    # namespace does not change what it allows.
-    denied = frozenset((
-        'os.system', 'os.exec', 'os.posix_spawn', 'os.spawn', 'os.fork', 'os.forkpty', 'os.kill', 'os.killpg',
-        'os.symlink', 'os.link', 'os.chroot', 'os.mknod', 'os.mkfifo', 'os.add_dll_directory', 'os.startfile',
-        'subprocess.Popen', 'pty.spawn', 'webbrowser.open', 'sys.addaudithook',
-        'gc.get_objects', 'gc.get_referrers', 'gc.get_referents', 'sys._current_frames', 'sys._current_exceptions',
-        'socket.__new__', 'socket.bind', 'socket.connect', 'socket.getaddrinfo', 'socket.gethostbyname',
-        'socket.gethostbyaddr', 'socket.gethostname', 'socket.sethostname', 'socket.getnameinfo',
-        'socket.getservbyname', 'socket.getservbyport', 'socket.sendmsg', 'socket.sendto',
-        'sys.remote_exec', 'cpython.remote_debugger_script',
-    ))
-    path_events = {
-        'os.remove': (0,), 'os.rmdir': (0,), 'os.rename': (0, 1), 'os.mkdir': (0,), 'os.chmod': (0,),
-        'os.chown': (0,), 'os.truncate': (0,), 'os.utime': (0,), 'os.chflags': (0,), 'os.lchflags': (0,),
-        'os.setxattr': (0,), 'os.removexattr': (0,), 'shutil.rmtree': (0,), 'shutil.move': (0, 1),
-        'shutil.copyfile': (1,), 'shutil.copymode': (1,), 'shutil.copystat': (1,), 'shutil.copytree': (1,),
-        'shutil.chown': (0,), 'shutil.unpack_archive': (1,), 'shutil.make_archive': (0,),
-    }.get
-    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-    code_attributes = frozenset(('__code__', '__defaults__', '__kwdefaults__'))
-    blocked = _BLOCKED
-    user = _user
-    getcwd = posix.getcwd
-    fspath = posix.fspath
-    stat = posix.stat
-    isinstance_ = isinstance
-    getattr_ = getattr
-    bool_ = bool
-    len_ = len
-    str_ = str
-    bytes_ = bytes
-    int_ = int
-    function_type = types.FunctionType
-    PermissionError_ = PermissionError
-    ImportError_ = ImportError
-    user_file = _FILENAME
-    prelude_file = _PRELUDE_FILE
+def _writable(path, *, _type=type, _int=int, _bool=bool, _absolute=_absolute):
+    if _type(path) is _int or _type(path) is _bool:
+        return False
+    full = _absolute(path)
+    return (full == '/dev/null' or full == '/tmp' or full.startswith('/tmp/')
+            or full == '/home/pyodide' or full.startswith('/home/pyodide/'))
 
-    def absolute(path):
-        if not isinstance_(path, (str_, bytes_)):
-            path = fspath(path)
-        if isinstance_(path, bytes_):
-            path = path.decode('utf-8', 'surrogateescape')
-        if not path.startswith('/'):
-            path = getcwd() + '/' + path
-        parts = []
-        for part in path.split('/'):
-            if part == '' or part == '.':
-                continue
-            if part == '..':
-                if parts:
-                    parts.pop()
-            else:
-                parts.append(part)
-        return '/' + '/'.join(parts)
-
-    def writable(path):
-        if isinstance_(path, int_):
-            return False
-        full = absolute(path)
-        return (full == '/dev/null' or full == '/tmp' or full.startswith('/tmp/')
-                or full == '/home/pyodide' or full.startswith('/home/pyodide/'))
-
-    def audit(event, args):
-        if event in denied or event.startswith('ctypes.') or event.startswith('_posixsubprocess'):
-            raise PermissionError_(f"'{event}' is not permitted in the sandbox")
-        if event == 'open':
-            path, mode, flags = args
-            if isinstance_(path, int_):
-                return
-            if isinstance_(mode, str_):
-                writing = 'w' in mode or 'a' in mode or 'x' in mode or '+' in mode
-            else:
-                writing = bool_((flags or 0) & write_flags)
-            if writing:
-                if not writable(path):
-                    raise PermissionError_(f"writing '{path}' is not permitted in the sandbox (only under /tmp)")
-            elif mode is None and not writable(path):
-                # a directory descriptor would let dir_fd-relative calls write anywhere
-                try:
-                    is_dir = (stat(absolute(path)).st_mode & 0o170000) == 0o040000
-                except OSError:
-                    is_dir = False
-                if is_dir:
-                    raise PermissionError_(f"opening the directory '{path}' as a descriptor is not permitted in the sandbox")
+def _audit(event, args, *, _type=type, _str=str, _int=int, _len=len, _str_copy=str.__str__,
+           _function=types.FunctionType, _code=types.CodeType, _frame=types.FrameType, _stat=posix.stat,
+           _absolute=_absolute, _writable=_writable, _OSError=OSError,
+           _PermissionError=PermissionError, _ImportError=ImportError,
+           _write_flags=os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND):
+    # (the event is always an exact str made by the interpreter; the most frequent ones first)
+    if event == 'object.__getattr__' or event == 'compile':
+        return
+    if event == 'object.__setattr__' or event == 'object.__delattr__':
+        target = args[0]
+        if (_type(target) is _function and args[1] in {'__code__', '__defaults__', '__kwdefaults__'}
+                and target.__code__.co_filename != 'function.py'):
+            raise _PermissionError(f"changing '{args[1]}' of a function the call did not define is not permitted in the sandbox")
+        return
+    if event == 'exec':
+        code = args[0]
+        if _type(code) is _code and code.co_filename.startswith(
+                ('/lib/python313.zip/pyodide/', '/lib/python313.zip/_pyodide/', '/lib/python313.zip/ctypes/',
+                 '/lib/python3.13/site-packages/pyodide/', '/lib/python3.13/site-packages/_pyodide/',
+                 '/lib/python3.13/site-packages/micropip/', '/lib/python3.13/site-packages/pyodide_http/')):
+            raise _ImportError(f"loading '{code.co_filename}' is not permitted in the sandbox")
+        return
+    if event == 'import':
+        name = args[0]
+        if _type(name) is not _str:
+            name = _str_copy(name)
+        if name.partition('.')[0] in {'js', 'pyodide_js', 'pyodide', '_pyodide', '_pyodide_core', 'micropip',
+                                      'pyodide_http', 'ctypes', '_ctypes'}:
+            raise _ImportError(f"module '{name}' is not available in the sandbox")
+        return
+    if event == 'sys._getframe':
+        frame = args[0]
+        if _type(frame) is _frame and frame.f_code.co_filename == '<svc-prelude>':
+            raise _PermissionError("the sandbox's own frames are not accessible")
+        return
+    if event in {'os.system', 'os.exec', 'os.posix_spawn', 'os.spawn', 'os.fork', 'os.forkpty', 'os.kill',
+                 'os.killpg', 'os.symlink', 'os.link', 'os.chroot', 'os.mknod', 'os.mkfifo', 'os.add_dll_directory',
+                 'os.startfile', 'subprocess.Popen', 'pty.spawn', 'webbrowser.open', 'sys.addaudithook',
+                 'gc.get_objects', 'gc.get_referrers', 'gc.get_referents', 'sys._current_frames',
+                 'sys._current_exceptions', 'socket.__new__', 'socket.bind', 'socket.connect', 'socket.getaddrinfo',
+                 'socket.gethostbyname', 'socket.gethostbyaddr', 'socket.gethostname', 'socket.sethostname',
+                 'socket.getnameinfo', 'socket.getservbyname', 'socket.getservbyport', 'socket.sendmsg',
+                 'socket.sendto', 'sys.remote_exec', 'cpython.remote_debugger_script'} \
+            or event.startswith(('ctypes.', '_posixsubprocess')):
+        raise _PermissionError(f"'{event}' is not permitted in the sandbox")
+    if event == 'open':
+        path, mode, flags = args
+        if _type(path) is _int:
             return
-        if event == 'object.__setattr__' or event == 'object.__delattr__':
-            target = args[0]
-            if isinstance_(target, function_type) and args[1] in code_attributes and target.__code__.co_filename != user_file:
-                raise PermissionError_(f"changing '{args[1]}' of a function the call did not define is not permitted in the sandbox")
-            return
-        if event == 'import':
-            if user[0] and str_(args[0]).partition('.')[0] in blocked:
-                raise ImportError_(f"module '{args[0]}' is not available in the sandbox")
-            return
-        if event == 'sys._getframe':
-            if user[0] and args and getattr_(getattr_(args[0], 'f_code', None), 'co_filename', None) == prelude_file:
-                raise PermissionError_("the sandbox's own frames are not accessible")
-            return
-        positions = path_events(event)
-        if positions is not None:
-            for i in positions:
-                if i < len_(args) and args[i] is not None and not writable(args[i]):
-                    raise PermissionError_(f"'{event}' on '{args[i]}' is not permitted in the sandbox (only under /tmp)")
+        if _type(mode) is _str:
+            writing = 'w' in mode or 'a' in mode or 'x' in mode or '+' in mode
+        else:
+            writing = (_type(flags) is _int and (flags & _write_flags) != 0) or _type(flags) is not _int
+        if writing:
+            if not _writable(path):
+                raise _PermissionError(f"writing '{_absolute(path)}' is not permitted in the sandbox (only under /tmp)")
+        elif mode is None and not _writable(path):
+            # a directory descriptor would let dir_fd-relative calls write anywhere
+            try:
+                is_dir = (_stat(_absolute(path)).st_mode & 0o170000) == 0o040000
+            except _OSError:
+                is_dir = False
+            if is_dir:
+                raise _PermissionError(f"opening the directory '{_absolute(path)}' as a descriptor is not permitted in the sandbox")
+        return
+    if event in {'os.remove', 'os.rmdir', 'os.mkdir', 'os.chmod', 'os.chown', 'os.truncate', 'os.utime', 'os.chflags',
+                 'os.lchflags', 'os.setxattr', 'os.removexattr', 'shutil.rmtree', 'shutil.chown', 'shutil.make_archive'}:
+        checked = (0,)
+    elif event in {'os.rename', 'shutil.move'}:
+        checked = (0, 1)
+    elif event in {'shutil.copyfile', 'shutil.copymode', 'shutil.copystat', 'shutil.copytree', 'shutil.unpack_archive'}:
+        checked = (1,)
+    else:
+        return
+    for i in checked:
+        if i < _len(args) and args[i] is not None and not _writable(args[i]):
+            raise _PermissionError(f"'{event}' on '{_absolute(args[i])}' is not permitted in the sandbox (only under /tmp)")
 
-    sys.addaudithook(audit)
-
-_install_audit_hook()
-del _install_audit_hook
+sys.dont_write_bytecode = True
 sys.dont_write_bytecode = True
 
-_real_import = builtins.__import__
-
-def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
-    if _user[0] and level == 0 and name.partition('.')[0] in _BLOCKED:
-        raise ImportError(f"module '{name}' is not available in the sandbox", name=name)
-    return _real_import(name, globals, locals, fromlist, level)
-
-builtins.__import__ = _guarded_import
-
 class _BlockedFinder:
+    # the same refusal for importlib's own machinery (the audit hook refuses the import event too)
     @staticmethod
     def find_spec(name, path=None, target=None):
-        if _user[0] and name.partition('.')[0] in _BLOCKED:
+        if name.partition('.')[0] in _BLOCKED:
             raise ImportError(f"module '{name}' is not available in the sandbox", name=name)
         return None
 
 sys.meta_path.insert(0, _BlockedFinder)
 
-def _on_interrupt(signum, frame):
-    if _user[0] and time.monotonic() >= _deadline[0]:
-        raise KeyboardInterrupt('time limit')
-
-signal.signal(signal.SIGINT, _on_interrupt)
+# The worker delivers its interrupt (the time or CPU limit) as SIGINT, only while the call's code
+# runs, and puts this stateless builtin back as the handler each time before it does: whatever a
+# function installs for SIGINT (signal.signal, a fresh _signal module) is replaced when it matters.
 _SIGINT = int(signal.SIGINT)
+_default_int_handler = signal.default_int_handler
+_set_signal_handler = _signal.signal
+_get_signal_handler = _signal.getsignal
+_set_signal_handler(_SIGINT, _default_int_handler)
 
 def _no_scheduling(*args, **kwargs):
     raise RuntimeError('Python functions run without an event loop: nothing can be scheduled')
@@ -360,6 +374,10 @@ def _reset_shared_state():
         gc.callbacks.clear()
     if not gc.isenabled():
         gc.enable()
+    if _gc_get_debug():
+        _gc_set_debug(0)
+    if _gc_garbage:
+        _gc_garbage.clear()
     if _monitoring is not None:
         _reset_monitoring()
 
@@ -373,11 +391,18 @@ def _origin(mod):
         origin = getattr(mod, '__file__', None)
     return origin if isinstance(origin, str) else None
 
+_gettrace, _settrace, _getprofile, _setprofile = sys.gettrace, sys.settrace, sys.getprofile, sys.setprofile
+_getrecursionlimit = sys.getrecursionlimit
+_get_int_max_str_digits, _set_int_max_str_digits = sys.get_int_max_str_digits, sys.set_int_max_str_digits
+_unsetenv, _putenv = os.unsetenv, os.putenv
+_gc_get_debug, _gc_set_debug, _gc_garbage = gc.get_debug, gc.set_debug, gc.garbage
+
 def _enter(site, stash, full=True):
     # Everything user code could have changed since the baseline, put back before it runs again.
     # (The worker restores this namespace and the builtins from its own copies first.) Not full:
     # the previous call of this interpreter was the same warm function, which sees the state its
-    # own calls left; only what the prelude's guards and limits rely on is put back.
+    # own calls left; only what the prelude's limits rely on is put back. (The guards do not rely
+    # on any of it: the audit hook and the worker's interrupt hold whatever a call changes.)
     modules = sys.modules
     if full:
         for live, snapshot in _snapshots:
@@ -387,26 +412,29 @@ def _enter(site, stash, full=True):
         _restore_dict(modules, _baseline_frozen)
     (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__) = _streams
     (sys.displayhook, sys.excepthook, sys.breakpointhook, sys.unraisablehook) = _hooks
-    if sys.gettrace() is not None:
-        sys.settrace(None)
-    if sys.getprofile() is not None:
-        sys.setprofile(None)
-    if sys.getrecursionlimit() != _recursion_limit:
+    if _gettrace() is not None:
+        _settrace(None)
+    if _getprofile() is not None:
+        _setprofile(None)
+    if _getrecursionlimit() != _recursion_limit:
         _real_setrecursionlimit(_recursion_limit)
-    if sys.get_int_max_str_digits() != _int_max_str_digits:
-        sys.set_int_max_str_digits(_int_max_str_digits)
-    if _signal.getsignal(_SIGINT) is not _on_interrupt:
-        signal.signal(signal.SIGINT, _on_interrupt)
+    if _get_int_max_str_digits() != _int_max_str_digits:
+        _set_int_max_str_digits(_int_max_str_digits)
+    if _get_signal_handler(_SIGINT) is not _default_int_handler:
+        _set_signal_handler(_SIGINT, _default_int_handler)
     if os.environ._data is not _env_data or _env_data != _env_snapshot:
         os.environ._data = _env_data
         for key in [k for k in _env_data if k not in _env_snapshot]:
-            os.unsetenv(key)
+            _unsetenv(key)
         _env_data.clear()
         _env_data.update(_env_snapshot)
         for key, value in _env_snapshot.items():
-            os.putenv(key, value)
+            _putenv(key, value)
     if full:
         _reset_shared_state()
+    meta_path = sys.meta_path
+    if not _same_list(meta_path, _meta_path):
+        meta_path[:] = _meta_path
     sys.path[:] = ([site] if site else []) + list(_BASE_PATH)
     _drain(map(modules.pop, _blocked_names, _no_defaults))
     if stash:
@@ -418,7 +446,7 @@ def _leave(site, stash, keep_deps):
     modules = sys.modules
     prefix = site + '/' if site else None
     kept = {}
-    untouched = _same(modules, _baseline_user_view)
+    untouched = _same(modules, _baseline_frozen)
     if not untouched and prefix and stash is not None and keep_deps:
         for name, mod in list(modules.items()):
             if _baseline_modules.get(name) is mod:
@@ -426,10 +454,7 @@ def _leave(site, stash, keep_deps):
             origin = _origin(mod)
             if origin and origin.startswith(prefix):
                 kept[name] = mod
-    if untouched:
-        # the call imported and replaced nothing: only the blocked modules _enter took out return
-        modules.update(_blocked_items)
-    else:
+    if not untouched:
         _restore_dict(modules, _baseline_frozen)
     if stash is not None:
         stash.clear()
@@ -486,6 +511,8 @@ class _Stream(io.TextIOBase):
     def write(self, s):
         if not isinstance(s, str):
             raise TypeError(f'write() argument must be str, not {type(s).__name__}')
+        if type(s) is not str:
+            s = _str_copy(s)
         capture = self._capture
         if capture.truncated:
             return len(s)
@@ -509,14 +536,14 @@ class _Stream(io.TextIOBase):
 
 class _ArgError(Exception):
     def __init__(self, message, **details):
-        super().__init__(message)
+        Exception.__init__(self, message)
         self.details = details
 
 class _NotJson(Exception):
     pass
 
 class _Encoder(json.JSONEncoder):
-    def default(self, o):
+    def default(self, o, _NotJson=_NotJson, type=type):
         raise _NotJson(type(o).__name__)
 
 _result_encoder = _Encoder(ensure_ascii=False, allow_nan=False, separators=(',', ':'))
@@ -597,6 +624,8 @@ def _bind(fn, name, args):
     return pos, rest
 
 _CoroutineType = types.CoroutineType
+_CodeType = types.CodeType
+_str_copy = str.__str__
 _CO_VARARGS = inspect.CO_VARARGS
 _CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
 _FunctionType = type(_describe_params)
@@ -694,23 +723,38 @@ def _bind_plain(fn, name, args, plan):
         raise _missing_error(fn, name, missing)
     return pos, rest
 
-def _user_traceback(exc):
+# What runs after the call's own code in `run` binds what it uses as default arguments: the call
+# may have rebound any name in this namespace (the worker restores it only before enter and finish).
+
+def _user_traceback(exc, *, _format=traceback.format_exception, type=type, BaseException=BaseException):
     tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != _FILENAME:
+    while tb is not None and tb.tb_frame.f_code.co_filename != 'function.py':
         tb = tb.tb_next
     try:
-        return ''.join(traceback.format_exception(type(exc), exc, tb))[-8000:]
+        return ''.join(_format(type(exc), exc, tb))[-8000:]
     except BaseException:
         return ''
 
-def _describe(exc):
+def _text(value, fallback, *, type=type, str=str, issubclass=issubclass, _str_copy=str.__str__):
+    # an exact str (the envelope is encoded after the call's code has ended: nothing of it runs then)
+    if type(value) is str:
+        return value
+    if issubclass(type(value), str):
+        return _str_copy(value)
+    return fallback
+
+def _describe(exc, *, _text=_text, _user_traceback=_user_traceback, type=type, str=str, BaseException=BaseException):
     try:
-        message = str(exc)
+        message = _text(str(exc), '<unprintable exception>')
     except BaseException:
         message = '<unprintable exception>'
-    return {'name': type(exc).__name__, 'message': message[:2000], 'stack': _user_traceback(exc)}
+    try:
+        name = _text(type(exc).__name__, 'Exception')
+    except BaseException:
+        name = 'Exception'
+    return {'name': name[:200], 'message': message[:2000], 'stack': _text(_user_traceback(exc), '')}
 
-def _drive(coro):
+def _drive(coro, *, _ArgError=_ArgError, StopIteration=StopIteration):
     try:
         yielded = coro.send(None)
         while yielded is None:
@@ -733,28 +777,42 @@ def prepare(source):
         return _envelope_dumps({'kind': 'syntax', 'message': message[:2000]})
 
 def _verdict(capture, streams, **fields):
+    if type(capture) is not _Capture:
+        capture = _Capture(0)
     for s in streams:
-        s.finish()
-    if fields.get('ok') is True and 'json' in fields and not capture.lines and not capture.truncated:
+        if type(s) is _Stream:
+            s.finish()
+    if fields.get('ok') is True and not capture.lines and not capture.truncated:
         # the common answer, compactly: S and the result's JSON
         return 'S' + fields['json']
     fields['lines'] = capture.lines
     fields['used'] = capture.used
     fields['truncated'] = capture.truncated
-    return _envelope_dumps(fields)
+    try:
+        return _envelope_dumps(fields)
+    except (TypeError, ValueError, RecursionError, OverflowError):
+        # the call replaced what its output was captured in: the verdict without it
+        fields['lines'] = []
+        fields['used'] = 0
+        fields['truncated'] = True
+        return _envelope_dumps(fields)
 
 
-def invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes, instance=None, restore=True, seed=None):
-    # instance: the dict the worker keeps for a warm function (its module globals and function,
-    # kept between its consecutive calls; emptied when a call loads nothing or ends at a limit, and
-    # when the interpreter is restored), or None for a fresh call; restore: False when the previous
-    # call of this interpreter was this warm function
-    _user[0] = False
+def _enter_call(state, name, site, stash, max_log_bytes, instance, restore, seed):
+    # Restores the baseline (restore False: the previous call of this interpreter was this warm
+    # function, see _enter), seeds a deterministic call and captures the standard streams; the
+    # call's name, site, stash and instance stay in state for finish.
+    state.clear()
+    state['name'] = name
+    state['site'] = site
+    state['stash'] = stash
+    state['instance'] = instance
     _enter(site, stash, restore)
     if seed is not None:
         # a deterministic function: the random module's shared generator starts from the arguments'
         # digest (reseeded from the system after the call, so other functions never see the seed)
         _random_module.seed(int(seed[:32], 16))
+        state['seeded'] = True
     if restore and instance is not None:
         # the interpreter was restored to the baseline (another function ran since): the module is
         # loaded again, as what it imported at load time may have been restored away
@@ -762,88 +820,126 @@ def invoke(code, name, args_json, site, stash, timeout_ms, max_log_bytes, instan
     capture = _Capture(max_log_bytes)
     out = _Stream(capture, 'log')
     err = _Stream(capture, 'error')
-    if not isinstance(code, types.CodeType):
-        _leave(site, stash, True)
-        return _verdict(capture, (), ok=False, kind='internal', error={'name': 'Error', 'message': 'no compiled code for the call'})
-    args = _loads(args_json)
-    keep_deps = True
-    phase = 'load'
-    verdict = None
-    result = None
-    fn = None
-    held = instance is not None and 'fn' in instance
-    if held:
-        g = instance['g']
-        fn = instance['fn']
-    else:
-        g = {'__name__': '__svc_function__', '__builtins__': builtins}
-    loaded = held
-    _deadline[0] = time.monotonic() + timeout_ms / 1000.0
+    state['capture'] = capture
+    state['streams'] = (out, err)
     sys.stdout = sys.__stdout__ = out
     sys.stderr = sys.__stderr__ = err
     sys.stdin = sys.__stdin__ = io.StringIO('')
-    _user[0] = True
+
+
+def call(state, code, args_json, name, site, stash, max_log_bytes, instance=None, restore=True, seed=None, *,
+         _enter_call=_enter_call, _CodeType=_CodeType, _builtins=builtins, exec=exec, callable=callable, type=type,
+         _loads=_loads, _plan_of=_plan_of, _bind=_bind, _bind_plain=_bind_plain, _CoroutineType=_CoroutineType,
+         _drive=_drive, _encode=_result_encoder.encode, _describe=_describe, BaseException=BaseException,
+         KeyboardInterrupt=KeyboardInterrupt):
+    # The call, the part the worker's interrupt (time and CPU limits) reaches: restoring the
+    # interpreter for it (_enter_call), loading the source, binding the arguments, the call, its
+    # coroutine and encoding the result. What happened goes into state; nothing is raised (an
+    # interrupt can only land in the last steps of the handler, and the worker copes with that
+    # too). Returns whether the interpreter was restored: False when an interrupt, or code the call
+    # left (an __eq__, a __del__), stopped the restore half-way (the worker then replaces the
+    # interpreter).
+    phase = 'enter'
     try:
-        try:
-            if not held:
-                exec(code, g)
-                fn = g.get(name)
-            if not callable(fn):
-                _user[0] = False
-                verdict = {'ok': False, 'kind': 'missing', 'error': {'name': 'NameError', 'message': f"the source does not define a function named '{name}'"}}
-            else:
-                loaded = True
-                phase = 'args'
-                plan = _plan_of(fn)
-                a, kw = _bind(fn, name, args) if plan is None else _bind_plain(fn, name, args, plan)
-                phase = 'call'
-                result = fn(*a, **kw)
-                if isinstance(result, _CoroutineType):
-                    phase = 'await'
-                    result = _drive(result)
-        finally:
-            _user[0] = False
-        if verdict is None:
-            if time.monotonic() > _deadline[0]:
-                raise KeyboardInterrupt('time limit')
-            try:
-                verdict = {'ok': True, 'json': _result_encoder.encode(result)}
-            except _NotJson as e:
-                verdict = {'ok': False, 'kind': 'result', 'error': {'name': 'TypeError', 'message': str(e)}}
-            except (TypeError, ValueError, RecursionError) as e:
-                what = 'a float that is NaN or infinite' if isinstance(e, ValueError) else str(e)
-                verdict = {'ok': False, 'kind': 'result', 'error': {'name': type(e).__name__, 'message': what}}
-    except KeyboardInterrupt:
-        keep_deps = False
-        loaded = False
-        verdict = {'ok': False, 'kind': 'timeout'}
-    except MemoryError as e:
-        keep_deps = False
-        loaded = False
-        verdict = {'ok': False, 'kind': 'memory', 'error': _describe(e)}
-    except _ArgError as e:
-        if phase == 'await':
-            verdict = {'ok': False, 'kind': 'unsupported', 'error': {'name': 'RuntimeError', 'message': 'the coroutine awaited an asynchronous operation; Python functions run without an event loop'}}
+        _enter_call(state, name, site, stash, max_log_bytes, instance, restore, seed)
+        phase = 'load'
+        if type(code) is not _CodeType:
+            state['kind'] = 'internal'
+            return True
+        if instance is not None and 'fn' in instance:
+            g = instance['g']
+            fn = instance['fn']
+            state['g'] = g
         else:
-            verdict = {'ok': False, 'kind': 'args', 'error': {'name': 'TypeError', 'message': str(e), 'details': e.details}}
+            g = {'__name__': '__svc_function__', '__builtins__': _builtins}
+            state['g'] = g
+            exec(code, g)
+            fn = g.get(name)
+        if not callable(fn):
+            state['kind'] = 'missing'
+            return True
+        state['fn'] = fn
+        phase = 'args'
+        args = _loads(args_json)
+        plan = _plan_of(fn)
+        a, kw = _bind(fn, name, args) if plan is None else _bind_plain(fn, name, args, plan)
+        phase = 'call'
+        result = fn(*a, **kw)
+        if type(result) is _CoroutineType:
+            phase = 'await'
+            result = _drive(result)
+        phase = 'result'
+        state['json'] = _encode(result)
+        state['kind'] = 'ok'
     except BaseException as e:
-        verdict = {'ok': False, 'kind': 'threw' if phase != 'load' else 'load', 'error': _describe(e)}
-    finally:
-        _user[0] = False
-        result = None
-        if instance is None:
-            g.clear()
-        elif loaded:
-            instance['g'] = g
-            instance['fn'] = fn
-        else:
+        try:
+            state['phase'] = phase
+            state['error'] = e
+            if type(e) is not KeyboardInterrupt:
+                state['described'] = _describe(e)
+        except BaseException:
+            pass
+    return phase != 'enter'
+
+
+def _verdict_of(state, name):
+    kind = state.get('kind')
+    if kind == 'ok':
+        return {'ok': True, 'json': state['json']}
+    if kind == 'missing':
+        return {'ok': False, 'kind': 'missing', 'error': {'name': 'NameError', 'message': f"the source does not define a function named '{name}'"}}
+    e = state.get('error')
+    phase = state.get('phase', 'load')
+    described = state.get('described') or {'name': 'Exception', 'message': '', 'stack': ''}
+    if kind == 'internal' or e is None:
+        return {'ok': False, 'kind': 'internal', 'error': {'name': 'Error', 'message': 'the call produced no verdict'}}
+    if phase == 'enter' and type(e) is not KeyboardInterrupt:
+        return {'ok': False, 'kind': 'internal', 'error': {'name': described['name'], 'message': f"the interpreter could not be restored for the call: {described['message']}"}}
+    if type(e) is KeyboardInterrupt:
+        return {'ok': False, 'kind': 'interrupted', 'error': {'name': 'KeyboardInterrupt', 'message': ''}}
+    if isinstance(e, MemoryError):
+        return {'ok': False, 'kind': 'memory', 'error': described}
+    if isinstance(e, _ArgError):
+        if phase == 'await':
+            return {'ok': False, 'kind': 'unsupported', 'error': {'name': 'RuntimeError', 'message': 'the coroutine awaited an asynchronous operation; Python functions run without an event loop'}}
+        return {'ok': False, 'kind': 'args', 'error': {'name': 'TypeError', 'message': described['message'], 'details': e.details}}
+    if phase == 'result':
+        if isinstance(e, _NotJson):
+            return {'ok': False, 'kind': 'result', 'error': {'name': 'TypeError', 'message': described['message']}}
+        if isinstance(e, (TypeError, ValueError, RecursionError)):
+            what = 'a float that is NaN or infinite' if isinstance(e, ValueError) else described['message']
+            return {'ok': False, 'kind': 'result', 'error': {'name': described['name'], 'message': what}}
+    return {'ok': False, 'kind': 'threw' if phase != 'load' else 'load', 'error': described}
+
+
+def finish(state, limited=False):
+    # After the call (the interrupt waits): the envelope, what the warm function keeps,
+    # and the interpreter put back (modules the call imported, sys.path, streams). limited: the
+    # worker interrupted the call at a limit (its module is then loaded again by the next call).
+    name = state.get('name', '')
+    site = state.get('site', '')
+    stash = state.get('stash')
+    instance = state.get('instance')
+    verdict = _verdict_of(state, name)
+    kind = verdict.get('kind')
+    limited = limited or kind == 'interrupted' or kind == 'memory'
+    loaded = 'fn' in state and not limited
+    g = state.get('g')
+    if instance is not None and loaded:
+        instance['g'] = g
+        instance['fn'] = state['fn']
+    else:
+        if instance is not None:
             instance.clear()
+        if type(g) is dict:
             g.clear()
-        fn = None
-        if seed is not None:
-            _random_module.seed()
-        _leave(site, stash, keep_deps)
-    return _verdict(capture, (out, err), **verdict)
+    if state.get('seeded'):
+        _random_module.seed()
+    _leave(site, stash, not limited)
+    capture = state.get('capture')
+    streams = state.get('streams', ())
+    state.clear()
+    return _verdict(capture, streams, **verdict)
 
 # ---- dependency sets ----
 
@@ -883,14 +979,15 @@ def forget_site(site):
 
 # ---- the baseline ----
 
+# The blocked modules leave sys.modules for good (nothing the worker runs needs them there): an
+# import of one is a new import, which the audit hook refuses.
 sys.modules.pop('js', None)
+_blocked_names = tuple(n for n in sys.modules if n.partition('.')[0] in _BLOCKED)
+_no_defaults = (None,) * len(_blocked_names)
+_drain(map(sys.modules.pop, _blocked_names, _no_defaults))
 _baseline_modules = _MappingProxy(dict(sys.modules))
 _baseline_frozen = _Frozen(sys.modules)
-_blocked_names = tuple(n for n in sys.modules if n.partition('.')[0] in _BLOCKED)
-# sys.modules as user code sees it: the baseline without the blocked modules
-_baseline_user_view = _Frozen({n: m for n, m in sys.modules.items() if n not in _blocked_names})
-_blocked_items = tuple((n, sys.modules[n]) for n in _blocked_names)
-_no_defaults = (None,) * len(_blocked_names)
+_meta_path = tuple(sys.meta_path)
 _snapshots = tuple(
     (sys.modules[n].__dict__, _Frozen(sys.modules[n].__dict__))
     for n in _PROTECTED_MODULE_NAMES
@@ -901,3 +998,6 @@ _class_snapshots = tuple(
     for c in (json.JSONEncoder, json.JSONDecoder, logging.Logger, logging.Handler, logging.StreamHandler,
               logging.Formatter, logging.RootLogger, _Capture, _Stream, _Encoder, _ArgError, _NotJson, _BlockedFinder)
 )
+
+sys.addaudithook(_audit)
+del _audit, _absolute, _writable

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { SvcError, validationFailed } from '../../core/errors.js'
 import { LruCache } from '../lru.js'
 import { FAIR_SCHEDULER_DEFAULTS, FairScheduler, type Dispatch } from '../scheduling/fair-scheduler.js'
-import type { ExecuteJob } from './ipc.js'
+import type { ExecuteJob, PythonInterpreterMemory } from './ipc.js'
 import { failedOutcome, outcomeFromWire } from './outcome.js'
 import { prepareRequest } from './prepare-request.js'
 import type { Sandbox, SandboxInit, SandboxOutcome, SandboxRequest, SandboxStats } from './types.js'
@@ -12,6 +12,8 @@ const DEFAULT_KILL_GRACE_MS = 100
 const MIB = 1024 * 1024
 const DEFAULT_PYTHON_KILL_GRACE_MS = 1_000
 const DEFAULT_PYTHON_INTERPRETERS_PER_WORKER = 4
+const DEFAULT_PYTHON_INTERPRETER_MB_PER_WORKER = 2048
+const DEFAULT_PYTHON_INTERPRETER_MB_PER_TENANT = 1024
 const DEFAULT_MAX_SOURCE_CHARS = 32 * 1024 * 1024
 /** Time a stopping worker gets to exit on its own before it is SIGKILLed. */
 const SHUTDOWN_GRACE_MS = 1_000
@@ -52,6 +54,7 @@ class SandboxPool implements Sandbox {
   private readonly killGraceMs: number
   private readonly pythonKillGraceMs: number
   private readonly pythonInterpreters: number
+  private readonly pythonInterpreterMemory: PythonInterpreterMemory
   /** the source digest of each recent key, recomputed only when its source or language changes */
   private readonly digests = new LruCache<{ language: string; source: string; digest: string }>(4096, () => undefined)
 
@@ -78,6 +81,10 @@ class SandboxPool implements Sandbox {
     })
     this.pythonInterpreters = init.pythonInterpretersPerWorker ?? DEFAULT_PYTHON_INTERPRETERS_PER_WORKER
     if (!Number.isInteger(this.pythonInterpreters) || this.pythonInterpreters < 1) throw validationFailed('sandbox pythonInterpretersPerWorker must be an integer ≥ 1')
+    this.pythonInterpreterMemory = {
+      perWorkerBytes: megabytes(init, 'pythonInterpreterMbPerWorker', DEFAULT_PYTHON_INTERPRETER_MB_PER_WORKER),
+      perTenantBytes: megabytes(init, 'pythonInterpreterMbPerTenant', DEFAULT_PYTHON_INTERPRETER_MB_PER_TENANT),
+    }
     for (const field of ['pythonWheelhouse', 'pythonWheelCache'] as const) {
       const dir = init[field]
       if (dir !== undefined && (typeof dir !== 'string' || dir === '')) throw validationFailed(`sandbox ${field} must be a non-empty path`)
@@ -196,6 +203,7 @@ class SandboxPool implements Sandbox {
         maxWarmBytes: Math.round((this.init.maxWarmMbPerWorker ?? 0) * MIB),
         maxWarmBytesPerAccount: Math.round((this.init.maxWarmMbPerTenant ?? 0) * MIB),
         maxPythonInterpreters: this.pythonInterpreters,
+        pythonInterpreterMemory: this.pythonInterpreterMemory,
         pythonWheelDirs: [this.init.pythonWheelhouse, this.init.pythonWheelCache].filter((d): d is string => d !== undefined),
         maxSourceChars: this.init.maxSourceCharsPerWorker ?? DEFAULT_MAX_SOURCE_CHARS,
       },
@@ -313,6 +321,13 @@ function lostOutcome(result: Exclude<RunResult, { kind: 'done' }>, job: ExecuteJ
     details: { reason: result.reason, memoryMb: job.limits.memoryMb },
   })
   return failedOutcome('error', error, pid, result.elapsedMs)
+}
+
+/** A size in MB from the sandbox's settings (0: no bound), in bytes; throws VALIDATION_FAILED when it is not an integer ≥ 0. */
+function megabytes(init: SandboxInit, field: 'pythonInterpreterMbPerWorker' | 'pythonInterpreterMbPerTenant', fallback: number): number {
+  const mb = init[field] ?? fallback
+  if (!Number.isSafeInteger(mb) || mb < 0) throw validationFailed(`sandbox ${field} must be an integer ≥ 0`)
+  return mb * 1024 * 1024
 }
 
 function unavailable(message: string, retryAfterSeconds?: number): SvcError {

@@ -259,8 +259,9 @@ export interface SandboxInit {
    */
   pythonWheelCache?: string
   /**
-   * Python interpreters a worker keeps warm, one per tenant (LRU; default 4). Tenants never share
-   * an interpreter: a tenant's first Python call on a worker loads one (about a second).
+   * Python interpreters a worker keeps warm, one per scope (namespace; default 4), shared out
+   * between accounts (see pythonInterpreterMbPerWorker). Scopes never share an interpreter: a
+   * scope's first Python call on a worker loads one (about a second).
    */
   pythonInterpretersPerWorker?: number
   /**
@@ -269,6 +270,14 @@ export interface SandboxInit {
    * fresh interpreter for every tenant the worker held.
    */
   pythonKillGraceMs?: number
+  /**
+   * The WebAssembly memory of the Python interpreters a worker keeps, in MB, at most: all of them
+   * (default 2048) and those of one account, a root tenant with its child namespaces (default
+   * 1024); 0: no bound. Beyond them the least recently used interpreter of the account holding
+   * the most is evicted (python-runtime.ts).
+   */
+  pythonInterpreterMbPerWorker?: number
+  pythonInterpreterMbPerTenant?: number
   /** The OS wall around each worker (`resolveOsIsolation`); unset: plain worker processes. */
   osIsolation?: OsIsolation
   /**

@@ -8,6 +8,7 @@ import type { LanguageFamily } from '../../core/rufid.js'
 import { SvcError } from '../../core/errors.js'
 import {
   isSupervisorMessage,
+  pythonInterpreterMemoryOf,
   sourceCapacity,
   toWireError,
   type ExecuteJob,
@@ -30,12 +31,14 @@ function readConfig(): WorkerConfig {
   try {
     const config = JSON.parse(process.argv[2] ?? '') as Partial<WorkerConfig>
     const { maxWarmIsolates, maxWarmBytes, maxWarmBytesPerAccount, maxPythonInterpreters, pythonWheelDirs, maxSourceChars } = config
+    const pythonInterpreterMemory = pythonInterpreterMemoryOf(config.pythonInterpreterMemory)
     const count = (n: unknown, min: number): n is number => typeof n === 'number' && Number.isInteger(n) && n >= min
     // JSON has no Infinity: a bound of 0 means none
     const bytes = (n: unknown): n is number => n === undefined || count(n, 0)
     if (count(maxWarmIsolates, 0) && bytes(maxWarmBytes) && bytes(maxWarmBytesPerAccount) && count(maxPythonInterpreters, 1) && count(maxSourceChars, 0) &&
-      Array.isArray(pythonWheelDirs) && pythonWheelDirs.every((d) => typeof d === 'string')) {
-      return { maxWarmIsolates, maxWarmBytes, maxWarmBytesPerAccount, maxPythonInterpreters, pythonWheelDirs, maxSourceChars }
+      Array.isArray(pythonWheelDirs) && pythonWheelDirs.every((d) => typeof d === 'string') &&
+      (config.pythonInterpreterMemory === undefined || pythonInterpreterMemory !== undefined)) {
+      return { maxWarmIsolates, maxWarmBytes, maxWarmBytesPerAccount, maxPythonInterpreters, pythonWheelDirs, maxSourceChars, pythonInterpreterMemory }
     }
   } catch {
     // reported below
@@ -177,7 +180,7 @@ const warm = new WarmPool({
 const sources = new SourceCache(sourceCapacity(config.maxWarmIsolates), config.maxSourceChars)
 const runtimes = new Map<LanguageFamily, LanguageRuntime>([
   ['js', new JsRuntime(warm, onCatastrophicError)],
-  ['python', new PythonRuntime(warm, { wheelDirs: config.pythonWheelDirs, maxInterpreters: config.maxPythonInterpreters })],
+  ['python', new PythonRuntime(warm, { wheelDirs: config.pythonWheelDirs, maxInterpreters: config.maxPythonInterpreters, memory: config.pythonInterpreterMemory })],
 ])
 let busy = false
 

@@ -53,6 +53,11 @@ describe('the interpreter host layer', () => {
     expect(typeof (globalThis as Record<string, unknown>).WebSocket).toBe('undefined')
   })
 
+  it('measures the CPU time of calls per thread, from /proc (schedstat)', () => {
+    // the interrupter's CPU limit counts the thread that runs Python, not the whole process
+    expect(PythonInterpreter.cpuClock).toBe(existsSync(`/proc/self/task/${process.pid}/schedstat`) ? 'schedstat' : 'stat')
+  })
+
   it('locks Error.prepareStackTrace', () => {
     expect(() => {
       ;(Error as unknown as Record<string, unknown>).prepareStackTrace = () => 'x'

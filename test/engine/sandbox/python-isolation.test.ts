@@ -40,8 +40,12 @@ async function probe(expression: string, setup = ''): Promise<string> {
   return out.result as string
 }
 
-/** A source that first switches off the per-call guards (import and frame guards) through the prelude's frame. */
-const BYPASS = 'import sys\n_g = sys._getframe(0).f_back.f_globals\n_g["_user"][0] = False'
+/**
+ * A source that first tampers with the prelude as far as Python reaches it: every name in its
+ * namespace (reached through the frame under the call) set to None. (The guards do not depend on
+ * it: python-guards.test.ts.)
+ */
+const BYPASS = 'import sys\n_g = sys._getframe(0).f_back.f_globals\nfor _k in list(_g):\n    if not _k.startswith("__"):\n        _g[_k] = None'
 
 describe('no host access', () => {
   it("cannot read the host's files", async () => {
@@ -79,7 +83,7 @@ describe('no host access', () => {
     expect(result).toBe(expected)
   })
 
-  it('holds when the per-call guards are switched off and Python reaches JS objects', async () => {
+  it("holds when the prelude's namespace is tampered with and Python reaches JS objects", async () => {
     const body = `${BYPASS}
 out = {}
 def attempt(label, thunk):
@@ -129,8 +133,8 @@ return out`
     expect(result.connect).toMatch(/^raised /)
     expect(result.listen).toMatch(/^raised /)
     expect(result.passwd).toBe('raised FileNotFoundError')
-    expect(result.pyodide_js).toBe('raised ModuleNotFoundError')
-    expect(result.js).toBe('raised ModuleNotFoundError')
+    expect(result.pyodide_js).toBe('raised ImportError')
+    expect(result.js).toBe('raised ImportError')
     expect(result['found a JS gadget']).toBe(true)
     expect(result['Function("return process")']).toBe('raised JsException')
     expect(existsSync(marker)).toBe(false)

@@ -63,6 +63,13 @@ describe('wall time', () => {
     expect(out.logs.map((l) => l.message)).toEqual(['started'])
   })
 
+  it('reports a KeyboardInterrupt the function raises itself as its own error (1007), not as a limit', async () => {
+    const out = await sandbox.execute(pyBody('limits/own-interrupt', 'raise KeyboardInterrupt'))
+    expect(out.error?.code).toBe(1007)
+    expect(out.error?.message).toMatch(/raised KeyboardInterrupt/)
+    expect(out.error?.details?.limit).toBeUndefined()
+  })
+
   it('reports 1004 when the function swallows the interrupt but returns after its deadline', async () => {
     const body = 'import time\ntry:\n    while True:\n        pass\nexcept KeyboardInterrupt:\n    pass\nreturn "late"'
     const { out } = await timed(pyBody('limits/swallow-once', body, { limits: { ...LIMITS, timeoutMs } }))
@@ -108,12 +115,78 @@ describe('memory', () => {
   })
 })
 
-describe('supervision', () => {
-  it('kills a worker whose function keeps swallowing the interrupt (watchdog) with 1004; a new worker serves the next call', async () => {
-    const before = sandbox.stats().restarts
+describe('CPU time', () => {
+  it('ends a busy loop at its CPU limit, long before its wall-time limit, with 1007 naming the CPU limit', async () => {
     const pid = (await expectHealthy()).workerPid
+    const { out } = await timed(pyBody('limits/cpu-loop', 'while True:\n    pass', { limits: { timeoutMs: 10_000, memoryMb: 32, cpuMs: 500 } }))
+    expect(out.status).toBe('error')
+    expect(out.error?.code).toBe(1007)
+    expect(out.error?.details).toMatchObject({ limit: 'cpu', cpuMs: 500 })
+    expect(out.error?.message).toMatch(/over its limit of 500 ms/)
+    // never before its limit, and within the 100 ms of CPU past it
+    expect(out.cpuTimeMs).toBeGreaterThanOrEqual(500)
+    expect(out.cpuTimeMs).toBeLessThan(600)
+    expect(out.wallTimeMs).toBeLessThan(10_000)
+    const next = await expectHealthy()
+    expect(next.workerPid).toBe(pid)
+  })
+
+  it('does not count time a call spends waiting', async () => {
+    const out = await sandbox.execute(pyBody('limits/cpu-sleep', 'import time\ntime.sleep(0.6)\nreturn "rested"', { limits: { timeoutMs: 5_000, memoryMb: 32, cpuMs: 200 } }))
+    expect(out).toMatchObject({ status: 'success', result: 'rested' })
+    expect(out.cpuTimeMs).toBeLessThan(200)
+  })
+
+  it('ends a loop at the top level of the source at its CPU limit', async () => {
+    const out = await sandbox.execute(py('limits/cpu-top', 'while True:\n    pass\n\ndef f():\n    return 1\n', { limits: { timeoutMs: 10_000, memoryMb: 32, cpuMs: 300 } }))
+    expect(out.error?.code).toBe(1007)
+    expect(out.error?.details).toMatchObject({ limit: 'cpu' })
+  })
+
+  it('reports the CPU limit when the function swallows the interrupt but returns after it', async () => {
+    const body = 'try:\n    while True:\n        pass\nexcept KeyboardInterrupt:\n    pass\nreturn "late"'
+    const out = await sandbox.execute(pyBody('limits/cpu-swallow-once', body, { limits: { timeoutMs: 10_000, memoryMb: 32, cpuMs: 300 } }))
+    expect(out.error?.code).toBe(1007)
+    expect(out.error?.details).toMatchObject({ limit: 'cpu' })
+    await expectHealthy()
+  })
+})
+
+describe('supervision', () => {
+  it('discards the interpreter of a function that keeps swallowing the interrupt (1004); the worker lives on', async () => {
+    const before = sandbox.stats().restarts
+    // a stdlib class attribute lives as long as the tenant's interpreter (python-prelude.py)
+    const mark = 'import string\nstring.Template._mark = getattr(string.Template, "_mark", 0) + 1\nreturn string.Template._mark'
+    const marked = await sandbox.execute(pyBody('limits/mark', mark))
     const body = 'while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass'
     const { elapsed, out } = await timed(pyBody('limits/stubborn', body, { limits: { ...LIMITS, timeoutMs: 500 } }))
+    expect(out.status).toBe('timeout')
+    expect(out.error?.code).toBe(1004)
+    expect(out.error?.message).toMatch(/interpreter was discarded/)
+    expect(out.error?.details).toMatchObject({ limit: 'time', interpreterDiscarded: true })
+    // well before the watchdog (the time limit plus the Python kill grace)
+    expect(elapsed).toBeLessThan(500 + PYTHON_KILL_GRACE_MS)
+    expect(out.workerPid).toBe(marked.workerPid)
+    expect(sandbox.stats().restarts).toBe(before)
+    // the tenant's next call runs in a new interpreter, in the same worker
+    const again = await sandbox.execute(pyBody('limits/mark', mark))
+    expect(again).toMatchObject({ status: 'success', result: 1, workerPid: marked.workerPid })
+  }, 60_000)
+
+  it('discards the interpreter of a function that keeps swallowing the CPU interrupt (1007)', async () => {
+    const body = 'while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass'
+    const pid = (await expectHealthy()).workerPid
+    const out = await sandbox.execute(pyBody('limits/stubborn-cpu', body, { limits: { timeoutMs: 10_000, memoryMb: 32, cpuMs: 300 } }))
+    expect(out.error?.code).toBe(1007)
+    expect(out.error?.details).toMatchObject({ limit: 'cpu', interpreterDiscarded: true })
+    expect((await expectHealthy()).workerPid).toBe(pid)
+  }, 60_000)
+
+  it('kills a worker stuck in a C loop that never checks for signals (watchdog) with 1004; a new worker serves the next call', async () => {
+    const before = sandbox.stats().restarts
+    const pid = (await expectHealthy()).workerPid
+    const body = 'import collections, itertools\ncollections.deque(itertools.count(), 0)'
+    const { elapsed, out } = await timed(pyBody('limits/c-loop', body, { limits: { ...LIMITS, timeoutMs: 500 } }))
     expect(out.status).toBe('timeout')
     expect(out.error?.code).toBe(1004)
     expect(out.error?.message).toMatch(/killed/)
