@@ -440,7 +440,7 @@ function limitError(limit: 'time' | 'cpu', run: InterpreterRun, job: ExecuteJob)
   const after = discarded ? '; it kept running after it was interrupted, so its interpreter was discarded' : ''
   const extra = discarded ? { interpreterDiscarded: true } : {}
   if (limit === 'cpu') {
-    return new SvcError('EXECUTION_FAILED', `the function used ${Math.round(run.cpuTimeMs)} ms of CPU time, over its limit of ${job.limits.cpuMs} ms${after}`, {
+    return new SvcError('EXECUTION_FAILED', `the function used ${Math.round(run.cpuTimeMs)} ms of CPU time, over its CPU limit of ${job.limits.cpuMs} ms${after}`, {
       details: { limit: 'cpu', cpuTimeMs: run.cpuTimeMs, cpuMs: job.limits.cpuMs, ...extra },
     })
   }

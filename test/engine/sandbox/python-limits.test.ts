@@ -122,7 +122,7 @@ describe('CPU time', () => {
     expect(out.status).toBe('error')
     expect(out.error?.code).toBe(1007)
     expect(out.error?.details).toMatchObject({ limit: 'cpu', cpuMs: 500 })
-    expect(out.error?.message).toMatch(/over its limit of 500 ms/)
+    expect(out.error?.message).toMatch(/over its CPU limit of 500 ms/)
     // never before its limit, and within the 100 ms of CPU past it
     expect(out.cpuTimeMs).toBeGreaterThanOrEqual(500)
     expect(out.cpuTimeMs).toBeLessThan(600)
