@@ -2,11 +2,13 @@
 // warning naming its protocol, operation and tenant, and counted in svc_event_loop_blocks_total,
 // and the blame goes to the operation whose code ran, not to one that was merely in flight. In
 // process, through the operation envelope (as every door runs its operations), with operations
-// that block on purpose: before their first await, after one, and one that blocks outside any
-// operation.
+// that block on purpose: before their first await (named at once), after one (the first such
+// stall lists the operations in flight and switches context tracking on; the next is named), and
+// one that blocks outside any operation. Context tracking (promise hooks) is off in the steady
+// state: it doubled the daemon's CPU per request when it was always on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
-  createOperationEnvelope, LoopMonitor, type DoorProfile, type Engine, type Operation, type OperationEnvelope,
+  createOperationEnvelope, LoopMonitor, operationContext, type DoorProfile, type Engine, type Operation, type OperationEnvelope,
 } from '../../src/engine/index.js'
 import { createTestEngine } from '../fixtures/engine.js'
 
@@ -39,7 +41,7 @@ describe('event-loop blocks name the operation that blocked (in process)', () =>
       statusOf: (error) => (error ? String(error.code) : '200'),
     }
     envelope = createOperationEnvelope(profile, { engine, logger: { error() {}, debug() {} } })
-    monitor = new LoopMonitor({ thresholdMs: 100 }, { metrics: engine.metrics, logger: { warn: (obj, msg) => warnings.push({ obj: obj as Record<string, unknown>, msg }) } })
+    monitor = new LoopMonitor({ thresholdMs: 100, attributionMs: 1500 }, { metrics: engine.metrics, logger: { warn: (obj, msg) => warnings.push({ obj: obj as Record<string, unknown>, msg }) } })
     monitor.start()
   })
   afterAll(async () => {
@@ -83,14 +85,28 @@ describe('event-loop blocks name the operation that blocked (in process)', () =>
     expect(warning.obj).toMatchObject({ protocol: 'rest', operation: 'test.blocks_at_once', tenant_id: 'acme', blocked_ms: blocks[0]!.ms })
   })
 
-  it('blames an operation that blocks after an await (its context follows it), not the one that started last', async () => {
-    const before = monitor.recent.length
-    const late = envelope.run(blocksLater, { token })
-    await sleep(5)
-    const other = envelope.run(bystander, { token }) // starts after blocksLater, is in flight during its block
-    await Promise.all([late, other])
+  it('an operation that blocks after an await: the first stall lists the operations in flight, the next one is named', async () => {
+    expect(monitor.attributing).toBe(false)
+    const runLate = async (): Promise<void> => {
+      const late = envelope.run(blocksLater, { token })
+      await sleep(5)
+      const other = envelope.run(bystander, { token }) // starts after blocksLater, is in flight during its block
+      await Promise.all([late, other])
+    }
+    let before = monitor.recent.length
+    await runLate()
     await blocksSeen(before + 1)
-    const blocks = monitor.recent.slice(before)
+    let blocks = monitor.recent.slice(before)
+    expect(blocks).toHaveLength(1)
+    expect(blocks[0]).toMatchObject({ operation: undefined })
+    expect(blocks[0]!.in_flight).toEqual(expect.arrayContaining(['rest test.blocks_later (acme)', 'rest test.bystander (acme)']))
+    expect(warnings.at(-1)!.msg).toMatch(/^event loop blocked \d+ ms by code of one of the operations in flight \(.*rest test\.blocks_later \(acme\).*\); the next block is named/)
+    expect(monitor.attributing).toBe(true)
+    // the same again, contexts tracked now: blamed on the one that blocked, not the one that started last
+    before = monitor.recent.length
+    await runLate()
+    await blocksSeen(before + 1)
+    blocks = monitor.recent.slice(before)
     expect(blocks).toHaveLength(1)
     expect(blocks[0]).toMatchObject({ protocol: 'rest', operation: 'test.blocks_later', tenant_id: 'acme' })
   })
@@ -111,7 +127,8 @@ describe('event-loop blocks name the operation that blocked (in process)', () =>
     const text = await engine.metrics.registry.metrics()
     expect(text).toMatch(/svc_event_loop_blocks_total\{protocol="rest",operation="test.blocks_at_once"\} 1/)
     expect(text).toMatch(/svc_event_loop_blocks_total\{protocol="rest",operation="test.blocks_later"\} 1/)
-    expect(text).toMatch(/svc_event_loop_block_seconds_count 3/)
+    expect(text).toMatch(/svc_event_loop_blocks_total\{protocol="none",operation="unattributed"\} 1/)
+    expect(text).toMatch(/svc_event_loop_block_seconds_count 4/)
     expect(text).not.toMatch(/svc_event_loop_blocks_total\{[^}]*operation="test.bystander"/)
   })
 
@@ -120,5 +137,16 @@ describe('event-loop blocks name the operation that blocked (in process)', () =>
     await Promise.all(Array.from({ length: 20 }, () => envelope.run(bystander, { token })))
     await sleep(100)
     expect(monitor.recent.length).toBe(before)
+  })
+
+  it('context tracking switches itself off once no stall has needed it for attributionMs: operations then run without a context', async () => {
+    for (let i = 0; i < 150 && monitor.attributing; i++) await sleep(20)
+    expect(monitor.attributing).toBe(false)
+    let seen: unknown = 'unset'
+    await envelope.run(operation('test.looks', async () => {
+      await sleep(1)
+      seen = operationContext.getStore()
+    }), { token })
+    expect(seen).toBeUndefined()
   })
 })

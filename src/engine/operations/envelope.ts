@@ -4,7 +4,7 @@ import type { CredentialInput } from '../auth/authenticator.js'
 import type { StreamHold } from '../auth/credential-streams.js'
 import type { SvcMetrics } from '../metrics.js'
 import type { Principal } from '../types.js'
-import { operationContext } from './loop-monitor.js'
+import { noteSync, operationEnded, runInOperation, type OperationContext } from './loop-monitor.js'
 
 /**
  * The operation layer: the one envelope every door (REST, GraphQL over HTTP, SSE and WebSocket,
@@ -152,26 +152,43 @@ export class OperationEnvelope<I> {
    */
   run<In extends I, O>(operation: Operation<In, O>, input: In): Promise<O> {
     const call = this.open(operation, this.profile.ipOf(input))
-    // the operation's code runs in its context: a block of the event loop is blamed on it (loop-monitor.ts)
-    return operationContext.run({ protocol: this.protocol, call }, () => this.runCall(operation, input, call))
+    // the operation's code runs as its own: a block of the event loop is blamed on it (loop-monitor.ts)
+    const context: OperationContext = { protocol: this.protocol, call }
+    return runInOperation(context, () => this.runCall(operation, input, call, context))
   }
 
-  private async runCall<In extends I, O>(operation: Operation<In, O>, input: In, call: OperationCall): Promise<O> {
+  private async runCall<In extends I, O>(operation: Operation<In, O>, input: In, call: OperationCall, context: OperationContext): Promise<O> {
     let output: O
     try {
+      // each step's synchronous stretch is timed (a step that blocks the loop is named)
+      let t = performance.now()
       if (operation.rufidOf) call.rufid = operation.rufidOf(input) || null
-      if (this.profile.decode) await this.profile.decode(input)
+      if (this.profile.decode) {
+        const decoded = this.profile.decode(input)
+        noteSync(context, t)
+        await decoded
+        t = performance.now()
+      }
       operation.decode?.(input)
+      let pending: Promise<O>
       if (operation.access === 'public') {
-        output = await operation.handle(undefined, input, call)
+        pending = operation.handle(undefined, input, call)
       } else {
         const credentials = this.profile.credentialsOf(input)
         call.ip = credentials.ip
-        output = await operation.handle(await this.admit(call, credentials), input, call)
+        const admitted = this.admit(call, credentials)
+        noteSync(context, t)
+        const principal = await admitted
+        t = performance.now()
+        pending = operation.handle(principal, input, call)
       }
+      noteSync(context, t)
+      output = await pending
     } catch (thrown) {
+      operationEnded(context)
       throw await this.complete(call, thrown)
     }
+    operationEnded(context)
     await this.complete(call)
     return output
   }
@@ -183,17 +200,23 @@ export class OperationEnvelope<I> {
   runAdmitted<In, O>(operation: CallerOperation<In, O>, principal: Principal, ip: string, input: In): Promise<O> {
     const call = this.open(operation, ip)
     call.principal = principal
-    return operationContext.run({ protocol: this.protocol, call }, () => this.runAdmittedCall(operation, principal, input, call))
+    const context: OperationContext = { protocol: this.protocol, call }
+    return runInOperation(context, () => this.runAdmittedCall(operation, principal, input, call, context))
   }
 
-  private async runAdmittedCall<In, O>(operation: CallerOperation<In, O>, principal: Principal, input: In, call: OperationCall): Promise<O> {
+  private async runAdmittedCall<In, O>(operation: CallerOperation<In, O>, principal: Principal, input: In, call: OperationCall, context: OperationContext): Promise<O> {
     let output: O
     try {
+      const t = performance.now()
       if (operation.rufidOf) call.rufid = operation.rufidOf(input) || null
-      output = await operation.handle(principal, input, call)
+      const pending = operation.handle(principal, input, call)
+      noteSync(context, t)
+      output = await pending
     } catch (thrown) {
+      operationEnded(context)
       throw await this.complete(call, thrown)
     }
+    operationEnded(context)
     await this.complete(call)
     return output
   }

@@ -7,18 +7,28 @@ import type { OperationCall } from './envelope.js'
  * Event-loop blocks and who caused them (issue 27: one request's synchronous work must not hold
  * every tenant's requests, and when one does, the operator must learn which). The node runs on one
  * thread: while one operation's synchronous code runs, nothing else does, so "which requests were
- * in flight" names the victims, not the culprit. This monitor names the operation whose code ran.
+ * in flight" names the victims, not the culprit. This monitor names the operation whose code ran,
+ * at a cost the request path can carry (no per-promise work in the steady state).
  *
  * How:
- * - The envelope runs every operation in `operationContext` (an AsyncLocalStorage holding its
- *   call), so the operation's continuations carry it across awaits.
  * - A heartbeat timer (every `intervalMs`) sees a stall: it fires late by more than `thresholdMs`.
- * - The culprit: code creates promises all the time, and a long synchronous stretch creates none.
- *   A promise-creation hook (one clock read per promise) notes each gap longer than the threshold
- *   between two promise creations, and the operation in whose context the first promise after the
- *   gap was made: the code that had blocked continues right after it (returns to its caller, which
- *   awaits the next step). A stall the heartbeat saw is matched with the gap that covers it; a
- *   stall with no such gap (a callback that blocked and made no promise after it) is `unattributed`.
+ * - The envelope times the synchronous stretch of each step it starts for an operation (its
+ *   decode, its admission, and its handler up to the handler's first `await`: where parsing,
+ *   hashing and validation of the caller's input run) and reports a stretch longer than the
+ *   threshold with its operation (`noteSync`). A stall covered by such a stretch is blamed on it.
+ * - A stall no stretch covers, while no operation was in flight (or had just ended), happened
+ *   outside any operation (a timer, the door's own parsing, libp2p).
+ * - A stall no stretch covers while operations were in flight was made by code after some
+ *   operation's `await`. Naming that one needs the operation's context to follow it across awaits
+ *   (an AsyncLocalStorage) and a promise-creation hook: both enable V8's promise hooks, which
+ *   doubled the daemon's CPU per request when they were always on (a REST resolve 76–96 → 163–182
+ *   µs, bench/cpu-cost.js, 2026-11-28). So they are switched on only then, for `attributionMs`
+ *   (60 s) after such a stall: that stall is logged with the operations in flight, and one that
+ *   happens again (a hostile tenant repeats itself) is named. In that mode the envelope runs each
+ *   operation in `operationContext`, and the hook notes each gap longer than the threshold between
+ *   two promise creations with the operation in whose context the first promise after the gap was
+ *   made: the code that had blocked continues right after it (returns to its caller, which awaits
+ *   the next step).
  *
  * Each block counts in `svc_event_loop_blocks_total{protocol,operation}` and
  * `svc_event_loop_block_seconds`, and is logged as a warning naming the protocol, the operation,
@@ -30,6 +40,8 @@ export interface LoopMonitorInit {
   thresholdMs: number
   /** heartbeat period (default 20 ms) */
   intervalMs?: number
+  /** how long context tracking stays on after a stall it was needed for (default 60 000 ms) */
+  attributionMs?: number
 }
 
 export interface LoopMonitorLogger {
@@ -59,9 +71,11 @@ export interface LoopBlock {
   operation: string | undefined
   tenant_id: string | undefined
   rufid: string | null | undefined
+  /** no culprit could be named: the operations that were in flight (`protocol operation (tenant)`) */
+  in_flight?: string[]
 }
 
-/** A gap between two promise creations longer than the threshold, and the context after it. */
+/** A stretch of synchronous code longer than the threshold, and whose it was. */
 interface Gap {
   start: number
   end: number
@@ -69,28 +83,71 @@ interface Gap {
 }
 
 const MAX_GAPS = 16
+const MAX_CANDIDATES = 32
+
+/** The monitor the envelope reports to: the event loop is one per process, and so is its monitor. */
+const reporting: { to: LoopMonitor | undefined } = { to: undefined }
+
+/**
+ * Runs `fn` (an operation's code, from the envelope) as `context`: counted in flight until
+ * `operationEnded`, and in its AsyncLocalStorage context while the monitor tracks contexts.
+ */
+export function runInOperation<T>(context: OperationContext, fn: () => T): T {
+  const monitor = reporting.to
+  if (monitor === undefined) return fn()
+  monitor.inFlight.add(context)
+  return monitor.attributing ? operationContext.run(context, fn) : fn()
+}
+
+/** The operation `runInOperation` started has ended (settled, either way). */
+export function operationEnded(context: OperationContext): void {
+  reporting.to?.ended(context)
+}
+
+/**
+ * The envelope's timing of a synchronous stretch of `context`'s code that began at `startedAt`
+ * (performance.now()) and ends now; a stretch longer than the threshold is a block's culprit.
+ */
+export function noteSync(context: OperationContext, startedAt: number): void {
+  const monitor = reporting.to
+  if (monitor === undefined) return
+  const now = performance.now()
+  if (now - startedAt > monitor.thresholdMs) monitor.addGap({ start: startedAt, end: now, context })
+}
 
 export class LoopMonitor {
-  private readonly thresholdMs: number
+  readonly thresholdMs: number
   private readonly intervalMs: number
+  private readonly attributionMs: number
   private timer: NodeJS.Timeout | undefined
   private stopHook: (() => void) | undefined
   private lastBeat = 0
   private lastPromise = 0
+  private attributeUntil = 0
   private readonly gaps: Gap[] = []
+  /** operations whose code may run now (the envelope adds and removes them) */
+  readonly inFlight = new Set<OperationContext>()
+  /** operations that ended while the loop was stalled since the last beat (candidates too) */
+  private readonly endedLate: OperationContext[] = []
   /** every block seen, newest last (the last 32), for tests and diagnostics */
   readonly recent: LoopBlock[] = []
 
   constructor(init: LoopMonitorInit, private readonly components: LoopMonitorComponents) {
     this.thresholdMs = init.thresholdMs
     this.intervalMs = init.intervalMs ?? 20
+    this.attributionMs = init.attributionMs ?? 60_000
   }
 
-  /** Starts the heartbeat and the promise hook; idempotent. */
+  /** True while operations' contexts are tracked across awaits (after an unattributed stall). */
+  get attributing(): boolean {
+    return this.stopHook !== undefined
+  }
+
+  /** Starts the heartbeat; idempotent. The envelope reports to the monitor started last. */
   start(): void {
     if (this.timer !== undefined) return
     this.lastBeat = this.lastPromise = performance.now()
-    this.stopHook = promiseHooks.onInit(() => this.promiseMade()) as () => void
+    reporting.to = this
     this.timer = setInterval(() => this.beat(), this.intervalMs)
     this.timer.unref()
   }
@@ -98,16 +155,41 @@ export class LoopMonitor {
   stop(): void {
     if (this.timer !== undefined) clearInterval(this.timer)
     this.timer = undefined
+    this.stopTracking()
+    if (reporting.to === this) reporting.to = undefined
+    this.inFlight.clear()
+  }
+
+  /** @internal (the envelope, through `operationEnded`) */
+  ended(context: OperationContext): void {
+    this.inFlight.delete(context)
+    // ended right after a stall, before the heartbeat could look: may be the culprit
+    if (performance.now() - this.lastBeat > this.intervalMs + this.thresholdMs && this.endedLate.length < MAX_CANDIDATES) this.endedLate.push(context)
+  }
+
+  /** @internal (`noteSync` and the promise hook) */
+  addGap(gap: Gap): void {
+    this.gaps.push(gap)
+    if (this.gaps.length > MAX_GAPS) this.gaps.shift()
+  }
+
+  private startTracking(): void {
+    this.attributeUntil = performance.now() + this.attributionMs
+    if (this.stopHook !== undefined) return
+    this.lastPromise = performance.now()
+    this.stopHook = promiseHooks.onInit(() => this.promiseMade()) as () => void
+  }
+
+  private stopTracking(): void {
     this.stopHook?.()
     this.stopHook = undefined
+    // no promise hook of ours stays behind: V8 keeps its hooks on while any AsyncLocalStorage is enabled
+    operationContext.disable()
   }
 
   private promiseMade(): void {
     const now = performance.now()
-    if (now - this.lastPromise > this.thresholdMs) {
-      this.gaps.push({ start: this.lastPromise, end: now, context: operationContext.getStore() })
-      if (this.gaps.length > MAX_GAPS) this.gaps.shift()
-    }
+    if (now - this.lastPromise > this.thresholdMs) this.addGap({ start: this.lastPromise, end: now, context: operationContext.getStore() })
     this.lastPromise = now
   }
 
@@ -115,7 +197,11 @@ export class LoopMonitor {
     const now = performance.now()
     const late = now - this.lastBeat - this.intervalMs
     this.lastBeat = now
-    if (late <= this.thresholdMs) return
+    const endedLate = this.endedLate.splice(0)
+    if (late <= this.thresholdMs) {
+      if (this.attributing && now > this.attributeUntil) this.stopTracking()
+      return
+    }
     // the stall: from when this beat was due to when it ran; the gap that covers most of it
     const due = now - late
     let best: Gap | undefined
@@ -128,10 +214,23 @@ export class LoopMonitor {
       }
     }
     this.gaps.length = 0
-    this.report(late, overlap >= Math.min(this.thresholdMs, late / 2) ? best?.context : undefined, best !== undefined)
+    if (best?.context !== undefined && overlap >= Math.min(this.thresholdMs, late / 2)) {
+      this.report(late, best.context, undefined)
+      return
+    }
+    const candidates = [...this.inFlight, ...endedLate]
+    if (candidates.length === 0) {
+      // no operation was in flight: nothing of an operation's could have run
+      this.report(late, undefined, undefined)
+      return
+    }
+    // code after some operation's await held the loop: track contexts, so that the next such stall is named
+    const tracking = this.attributing
+    this.startTracking()
+    this.report(late, undefined, candidates, !tracking)
   }
 
-  private report(ms: number, context: OperationContext | undefined, sawGap: boolean): void {
+  private report(ms: number, context: OperationContext | undefined, candidates: OperationContext[] | undefined, trackingStarted = false): void {
     const call = context?.call
     const block: LoopBlock = {
       ms: Math.round(ms),
@@ -140,16 +239,33 @@ export class LoopMonitor {
       tenant_id: call?.principal?.tenant_id,
       rufid: call?.rufid,
     }
+    if (candidates !== undefined) block.in_flight = describe(candidates)
     this.recent.push(block)
     if (this.recent.length > 32) this.recent.shift()
     const { metrics, logger } = this.components
-    metrics.eventLoopBlocks.inc({ protocol: block.protocol ?? 'none', operation: block.operation ?? (sawGap ? 'none' : 'unattributed') })
+    metrics.eventLoopBlocks.inc({ protocol: block.protocol ?? 'none', operation: block.operation ?? (candidates !== undefined ? 'unattributed' : 'none') })
     metrics.eventLoopBlockDuration.observe(ms / 1000)
-    logger.warn(
-      { blocked_ms: block.ms, protocol: block.protocol ?? null, operation: block.operation ?? null, tenant_id: block.tenant_id ?? null, rufid: block.rufid ?? null },
-      block.operation !== undefined
-        ? `event loop blocked ${block.ms} ms by ${block.protocol} ${block.operation}${block.tenant_id !== undefined ? ` of tenant ${block.tenant_id}` : ''}`
-        : `event loop blocked ${block.ms} ms outside any operation`,
-    )
+    const fields = { blocked_ms: block.ms, protocol: block.protocol ?? null, operation: block.operation ?? null, tenant_id: block.tenant_id ?? null, rufid: block.rufid ?? null }
+    if (block.operation !== undefined) {
+      logger.warn(fields, `event loop blocked ${block.ms} ms by ${block.protocol} ${block.operation}${block.tenant_id !== undefined ? ` of tenant ${block.tenant_id}` : ''}`)
+    } else if (block.in_flight !== undefined) {
+      logger.warn(
+        { ...fields, in_flight: block.in_flight },
+        `event loop blocked ${block.ms} ms by code of one of the operations in flight (${block.in_flight.join(', ')})${trackingStarted ? `; the next block is named (operation contexts tracked for ${Math.round(this.attributionMs / 1000)} s)` : ''}`,
+      )
+    } else {
+      logger.warn(fields, `event loop blocked ${block.ms} ms outside any operation`)
+    }
   }
+}
+
+/** `rest rufid.create (acme)` for each distinct operation and tenant, with a count past one. */
+function describe(contexts: OperationContext[]): string[] {
+  const counts = new Map<string, number>()
+  for (const c of contexts) {
+    const tenant = c.call.principal?.tenant_id
+    const key = `${c.protocol} ${c.call.operation.name}${tenant !== undefined ? ` (${tenant})` : ''}`
+    counts.set(key, (counts.get(key) ?? 0) + 1)
+  }
+  return [...counts].slice(0, 8).map(([key, n]) => (n > 1 ? `${key} ×${n}` : key))
 }
