@@ -2,8 +2,9 @@
 # Installs everything svc-node needs on a fresh machine: the npm packages pinned in
 # package-lock.json (isolated-vm compiles from source: 2-4 minutes), the compiled daemon,
 # the Python packages the tests use (pytest, hypothesis, grpcio-tools, cryptography,
-# openapi-spec-validator), grpcurl, Chromium for the console's browser tests and bubblewrap for the
-# sandbox's OS wall. Safe to run again.
+# openapi-spec-validator, openapi-python-client, datamodel-code-generator), grpcurl and
+# oapi-codegen, Chromium for the console's browser tests and bubblewrap for the sandbox's OS wall.
+# Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,9 +44,22 @@ if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import openapi_spec_valid
   echo "svc-node setup: installing openapi-spec-validator for the OpenAPI document's test…"
   python3 -m pip install --quiet 'openapi-spec-validator==0.9.0'
 fi
+# clients generated from /openapi.json by outside generators must compile and work
+# (test/contract/generated-clients.test.ts): openapi-python-client and datamodel-code-generator here,
+# oapi-codegen below, openapi-typescript and openapi-fetch as pinned npm devDependencies
+if command -v python3 >/dev/null 2>&1 && [ "$(python3 -c 'import importlib.metadata as m; print(m.version("openapi-python-client"))' 2>/dev/null)" != "0.29.0" ]; then
+  echo "svc-node setup: installing openapi-python-client 0.29.0 for the generated-clients test…"
+  python3 -m pip install --quiet 'openapi-python-client==0.29.0'
+fi
+if command -v python3 >/dev/null 2>&1 && [ "$(python3 -c 'import importlib.metadata as m; print(m.version("datamodel-code-generator"))' 2>/dev/null)" != "0.89.0" ]; then
+  echo "svc-node setup: installing datamodel-code-generator 0.89.0 for the generated-clients test…"
+  python3 -m pip install --quiet 'datamodel-code-generator==0.89.0'
+fi
 if command -v go >/dev/null 2>&1; then
   echo "svc-node setup: grpcurl (a real external gRPC client for the tests) into .tools/bin…"
   bash scripts/ensure-grpcurl.sh >/dev/null
+  echo "svc-node setup: oapi-codegen (the Go client generator for the tests) into .tools/bin…"
+  bash scripts/ensure-oapi-codegen.sh >/dev/null
 fi
 # The operator console's browser tests (test/console/) drive Debian's Chromium through playwright-core.
 if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then

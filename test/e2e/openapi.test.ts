@@ -12,6 +12,37 @@ import { addJs } from '../fixtures/functions.js'
 interface OpenApi {
   openapi: string
   paths: Record<string, Record<string, { requestBody?: { content: { 'application/json': { schema: object } } } }>>
+  components: { schemas: Record<string, object> }
+}
+
+interface Response { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: Record<string, unknown> }> }
+/** The document as the structure checks read it. */
+interface Document {
+  paths: Record<string, Record<string, {
+    requestBody?: { content?: Record<string, { schema?: Record<string, unknown> }> }
+    responses: Record<string, Response | { $ref: string }>
+  }>>
+  components: { schemas: Record<string, Record<string, unknown>>; responses: Record<string, Response> }
+}
+
+/** Calls `visit` on every object of the document. */
+function walk(node: unknown, visit: (node: Record<string, unknown>) => void): void {
+  if (Array.isArray(node)) for (const item of node) walk(item, visit)
+  else if (node !== null && typeof node === 'object') {
+    visit(node as Record<string, unknown>)
+    for (const value of Object.values(node)) walk(value, visit)
+  }
+}
+
+/** What a local `$ref` (`#/components/…`) points at, or undefined. */
+function resolvePointer(doc: unknown, ref: string): unknown {
+  if (!ref.startsWith('#/')) return undefined
+  let node = doc
+  for (const part of ref.slice(2).split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))) {
+    if (node === null || typeof node !== 'object') return undefined
+    node = (node as Record<string, unknown>)[part]
+  }
+  return node
 }
 
 /** Endpoints the node serves beside the Koa router: GraphQL over HTTP and the /ws WebSocket upgrade. */
@@ -38,7 +69,8 @@ describe('GET /openapi.json', () => {
   const validator = (path: string, method = 'post'): ValidateFunction => {
     const op = doc.paths[path]?.[method]
     expect(op?.requestBody, `${method.toUpperCase()} ${path} has a request body`).toBeDefined()
-    return new Ajv2020({ strict: false }).compile(op!.requestBody!.content['application/json'].schema)
+    // the body's schema with the document's named schemas beside it, where its $refs point
+    return new Ajv2020({ strict: false }).compile({ ...op!.requestBody!.content['application/json'].schema, components: doc.components })
   }
   /** Each body is accepted by the document's schema exactly when the server does not refuse it as malformed (400). */
   const expectSameVerdicts = async (path: string, bodies: unknown[], method = 'post'): Promise<void> => {
@@ -65,6 +97,75 @@ describe('GET /openapi.json', () => {
     expect(registered.length).toBeGreaterThan(30)
     expect(described.filter((r) => !BESIDE_THE_ROUTER.includes(r)), 'described but not registered, or registered but not described').toEqual(registered)
     for (const r of BESIDE_THE_ROUTER) expect(described).toContain(r)
+  })
+
+  it('names every shared shape under components/schemas and refers to it with $ref (what generators name their types after)', () => {
+    const doc_ = doc as unknown as Document
+    const schemas = doc_.components.schemas
+    // the shapes a client author names: error, function, version, execution record, receipt, key, page, event…
+    for (const name of [
+      'Error', 'ErrorInfo', 'Function', 'FunctionList', 'Pagination', 'CreateResult', 'Resolution', 'ExecutionResult',
+      'ExecutionRecord', 'ExecutionStatus', 'ExecutionLogs', 'Receipt', 'ApiKey', 'MintedApiKey', 'ApiKeyList', 'AuditEntry',
+      'AuditPage', 'VersionEntry', 'VersionLedger', 'BranchHead', 'NodeInfo', 'Manifest', 'Lockfile', 'Arguments',
+      'CreateFunctionRequest', 'ResolveRequest', 'ExecuteRequest', 'PublishRequest', 'SearchResults', 'Telemetry',
+    ]) expect(schemas[name], `components/schemas/${name}`).toBeDefined()
+    for (const name of Object.keys(schemas)) expect(name, 'component names are PascalCase').toMatch(/^[A-Z][A-Za-z0-9]*$/)
+    // every $ref resolves
+    const refs = new Set<string>()
+    walk(doc_, (node) => { if (typeof node.$ref === 'string') refs.add(node.$ref) })
+    for (const ref of refs) expect(resolvePointer(doc_, ref), `${ref} resolves`).toBeDefined()
+    expect(refs.size).toBeGreaterThan(50)
+    // every JSON body (requests and successful answers) is a named schema, except the few that are any JSON
+    const anyJson = ['POST /v1/functions/{rufid}/executions request', 'GET /openapi.json 200']
+    for (const [path, methods] of Object.entries(doc_.paths)) {
+      for (const [method, op] of Object.entries(methods)) {
+        const bodies: Array<[string, Record<string, unknown> | undefined]> = [[`${method.toUpperCase()} ${path} request`, op.requestBody?.content?.['application/json']?.schema]]
+        for (const [status, res] of Object.entries(op.responses)) {
+          if (!('$ref' in res) && status.startsWith('2')) bodies.push([`${method.toUpperCase()} ${path} ${status}`, res.content?.['application/json']?.schema])
+        }
+        for (const [where, schema] of bodies) {
+          if (schema === undefined || anyJson.includes(where)) continue
+          expect(Object.keys(schema), `${where} is a $ref to a named schema: ${JSON.stringify(schema).slice(0, 200)}`).toEqual(['$ref'])
+        }
+      }
+    }
+    // no object shape is spelled out twice: one that is shared must be named
+    const inline = new Map<string, number>()
+    walk(doc_, (node) => {
+      if (node.type === 'object' && node.properties !== undefined) inline.set(JSON.stringify(node), (inline.get(JSON.stringify(node)) ?? 0) + 1)
+    })
+    const repeated = [...inline].filter(([, n]) => n > 1).map(([shape, n]) => `${n}x ${shape.slice(0, 160)}`)
+    expect(repeated, 'object schemas repeated inline (name them with .meta({ id }))').toEqual([])
+  })
+
+  it('declares every answer with its media type: errors as application/json Error, Retry-After on 429 and 503, the backup as binary', () => {
+    const doc_ = doc as unknown as Document
+    let errors = 0
+    for (const [path, methods] of Object.entries(doc_.paths)) {
+      for (const [method, op] of Object.entries(methods)) {
+        for (const [status, declared] of Object.entries(op.responses)) {
+          const where = `${method.toUpperCase()} ${path} ${status}`
+          const res = ('$ref' in declared ? resolvePointer(doc_, declared.$ref) : declared) as Response
+          expect(res, where).toBeDefined()
+          if (status === '101') continue // the WebSocket upgrade has no body
+          const types = Object.keys(res.content ?? {})
+          expect(types.length, `${where} declares its media type`).toBeGreaterThan(0)
+          for (const type of types) expect(res.content![type]!.schema, `${where} ${type} has a schema`).toBeDefined()
+          if (Number(status) >= 400) {
+            errors++
+            expect('$ref' in declared, `${where} refers to a named error response`).toBe(true)
+            expect(types, where).toEqual(['application/json'])
+            expect(res.content!['application/json']!.schema).toEqual({ $ref: `#/components/schemas/${path === '/graphql' ? 'GraphqlResponse' : 'Error'}` })
+            if (status === '429' || status === '503') expect(res.headers?.['Retry-After'], `${where} Retry-After`).toBeDefined()
+          }
+        }
+      }
+    }
+    expect(errors).toBeGreaterThan(100)
+    const backup = doc_.paths['/api/v1/admin/backup']!.get!.responses['200'] as Response
+    for (const type of ['application/gzip', 'application/octet-stream']) {
+      expect(backup.content?.[type]?.schema, `backup as ${type}`).toEqual({ type: 'string', format: 'binary' })
+    }
   })
 
   it('is valid for a Python OpenAPI validator, and every pattern compiles in Python (no \\p{…})', async () => {

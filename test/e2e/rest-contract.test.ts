@@ -2,7 +2,8 @@
 // federation member, so every route can succeed) checked against its own /openapi.json — the
 // status must be one the document declares for that route, and the body must validate against the
 // schema declared for that status, with objects closed (a field the document does not declare
-// fails). Every route must have been seen succeeding at least once.
+// fails). Every route must have been seen succeeding at least once. Named schemas and error
+// answers are `$ref`s into the document's `components`, resolved here as a generator would.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
@@ -16,11 +17,21 @@ import { newIdentity } from '../federation/fixtures.js'
 const ADMIN = 'svck_contractAdmin01_contractSecretcontractSecretcontractSecr'
 
 type Schema = Record<string, unknown>
+interface Response { content?: Record<string, { schema: Schema }> }
 interface Operation {
-  responses: Record<string, { content?: Record<string, { schema: Schema }> }>
+  responses: Record<string, Response | { $ref: string }>
 }
 interface Document {
   paths: Record<string, Record<string, Operation>>
+  components: { schemas: Record<string, Schema>; responses: Record<string, Response> }
+}
+
+/** A response of the document, its `$ref` (to `#/components/responses/<name>`) followed. */
+function responseOf(doc: Document, declared: Response | { $ref: string }): Response {
+  if (!('$ref' in declared)) return declared
+  const name = /^#\/components\/responses\/(\w+)$/.exec(declared.$ref)?.[1]
+  expect(name && doc.components.responses[name], `${declared.$ref} is a response of the document`).toBeTruthy()
+  return doc.components.responses[name!]!
 }
 
 /** The schema with every object closed: a property the document does not declare is an error. */
@@ -44,12 +55,13 @@ describe('REST answers match /openapi.json (a real daemon)', () => {
   const seen = new Map<string, Set<number>>()
 
   /** Calls a route and checks the answer against the document; returns it. */
-  async function call(method: string, template: string, path: string, options: { body?: unknown; raw?: string; token?: string | null } = {}) {
+  async function call(method: string, template: string, path: string, options: { body?: unknown; raw?: string; token?: string | null; accept?: string } = {}) {
     const token = options.token === undefined ? ADMIN : options.token
     const res = await fetch(`${d.url}${path}`, {
       method,
       headers: {
         'content-type': 'application/json',
+        ...(options.accept === undefined ? {} : { accept: options.accept }),
         ...(token === null ? {} : { authorization: `Bearer ${token}` }),
       },
       ...(options.raw !== undefined ? { body: options.raw } : options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
@@ -60,7 +72,7 @@ describe('REST answers match /openapi.json (a real daemon)', () => {
     const declared = op!.responses[String(res.status)]
     expect(declared, `${method} ${path} answered ${res.status}, which the document does not declare: ${text.slice(0, 300)}`).toBeDefined()
     const type = (res.headers.get('content-type') ?? '').split(';')[0]!
-    const content = declared!.content ?? {}
+    const content = responseOf(doc, declared!).content ?? {}
     const media = Object.keys(content).find((t) => t.split(';')[0] === type)
     expect(media, `${method} ${path} ${res.status} answered ${type}; declared ${Object.keys(content).join(', ')}`).toBeDefined()
     let body: unknown = text
@@ -68,7 +80,9 @@ describe('REST answers match /openapi.json (a real daemon)', () => {
       body = JSON.parse(text)
       const key = `${method} ${template} ${res.status}`
       let validate = validators.get(key)
-      if (!validate) validators.set(key, (validate = ajv.compile(closed(content[media!]!.schema) as Schema)))
+      // the schema with the document's named schemas beside it (closed too), where its $refs point
+      const schemas = Object.fromEntries(Object.entries(doc.components.schemas).map(([name, s]) => [name, closed(s)]))
+      if (!validate) validators.set(key, (validate = ajv.compile({ ...(closed(content[media!]!.schema) as Schema), components: { schemas } })))
       expect(validate(body), `${method} ${path} ${res.status}: ${ajv.errorsText(validate.errors)}\n${text.slice(0, 500)}`).toBe(true)
     }
     const k = `${method} ${template}`
@@ -102,7 +116,9 @@ describe('REST answers match /openapi.json (a real daemon)', () => {
   })
 
   it('declares the execution record\'s tenant as a deprecated alias of tenant_id', () => {
-    const record = doc.paths['/v1/executions/{id}']!.get!.responses['200']!.content!['application/json']!.schema as { properties: Record<string, { deprecated?: boolean }>; required: string[] }
+    const ref = responseOf(doc, doc.paths['/v1/executions/{id}']!.get!.responses['200']!).content!['application/json']!.schema
+    expect(ref).toEqual({ $ref: '#/components/schemas/ExecutionRecord' })
+    const record = doc.components.schemas.ExecutionRecord as { properties: Record<string, { deprecated?: boolean }>; required: string[] }
     expect(record.properties.tenant!.deprecated).toBe(true)
     expect(record.properties.tenant_id!.deprecated).toBeUndefined()
     expect(record.required).toEqual(expect.arrayContaining(['tenant_id', 'tenant', 'rufid_short', 'full_rufid']))
@@ -156,6 +172,11 @@ describe('REST answers match /openapi.json (a real daemon)', () => {
     await call('GET', '/api/v1/audit', '/api/v1/audit?limit=0')
     // an operator's backup (the archive itself is checked by test/faults/operator-tools.test.ts)
     expect((await call('GET', '/api/v1/admin/backup', '/api/v1/admin/backup')).status).toBe(200)
+    // the generic binary type when asked for it (what openapi-python-client keeps), declared too
+    const generic = await fetch(`${d.url}/api/v1/admin/backup`, { headers: { authorization: `Bearer ${ADMIN}`, accept: 'application/octet-stream' } })
+    expect([generic.status, generic.headers.get('content-type')]).toEqual([200, 'application/octet-stream'])
+    expect([...Buffer.from(await generic.arrayBuffer()).subarray(0, 2)], 'the same gzip archive').toEqual([0x1f, 0x8b])
+    expect((await call('GET', '/api/v1/admin/backup', '/api/v1/admin/backup', { accept: 'application/octet-stream' })).status).toBe(200)
 
     // native test mode
     await call('POST', '/api/v1/execution/execute', '/api/v1/execution/execute', { body: { rufid: `rufid:${short}`, function_name: 'add', input_data: { a: 1, b: 2 } } })

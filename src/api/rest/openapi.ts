@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import { z } from 'zod'
 import { ALWAYS_ERRORS, type ResponseSpec, type RestRoute } from './operation.js'
 import { portablePattern } from './portable-pattern.js'
@@ -11,13 +12,23 @@ export interface OpenApiInit {
 
 type JsonSchema = Record<string, unknown>
 
+/** Where the document keeps its named schemas; `$ref`s point here. */
+export const COMPONENT_SCHEMAS = '#/components/schemas/'
+/** A component name: PascalCase, what generated clients name their types (stable: renaming one breaks its users). */
+const COMPONENT_NAME = /^[A-Z][A-Za-z0-9]*$/
+
 /**
  * A zod schema as JSON Schema 2020-12 (what OpenAPI 3.1 uses), with every `pattern` in the subset
  * all validators compile (portable-pattern.ts). Objects stay open (a client must accept fields
  * added later); the contract test closes them to catch fields the document does not declare.
+ *
+ * A schema named with `.meta({ id })` (response-schemas.ts, request-schemas.ts), wherever it
+ * appears, becomes `{ $ref: '#/components/schemas/<id>' }` and its own JSON Schema is added to
+ * `components` (the document's `components/schemas`), once: one name given to two schemas that
+ * differ is an error, so a generator never sees two shapes under one name.
  */
-export function jsonSchemaOf(schema: z.ZodType): JsonSchema {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, {
+export function jsonSchemaOf(schema: z.ZodType, components: Record<string, JsonSchema> = {}): JsonSchema {
+  const { $schema: _drop, $defs, ...rest } = z.toJSONSchema(schema, {
     io: 'input',
     unrepresentable: 'any',
     override(ctx) {
@@ -27,7 +38,29 @@ export function jsonSchemaOf(schema: z.ZodType): JsonSchema {
       rewritePatterns(ctx.jsonSchema as JsonSchema, portable)
     },
   }) as JsonSchema
-  return rest
+  for (const [name, def] of Object.entries(($defs ?? {}) as Record<string, JsonSchema>)) {
+    if (!COMPONENT_NAME.test(name)) throw new Error(`schema name ${JSON.stringify(name)} is not PascalCase (.meta({ id }) names a component)`)
+    const named = refsToComponents(def) as JsonSchema
+    const known = components[name]
+    if (known !== undefined && !isDeepStrictEqual(known, named)) {
+      throw new Error(`two different schemas are named ${name}: give one of them another .meta({ id })`)
+    }
+    components[name] = named
+  }
+  return refsToComponents(rest) as JsonSchema
+}
+
+/** zod's `#/$defs/<id>` references, as references to the document's `components/schemas`. */
+function refsToComponents(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(refsToComponents)
+  if (node === null || typeof node !== 'object') return node
+  const out: JsonSchema = {}
+  for (const [key, value] of Object.entries(node)) {
+    out[key] = key === '$ref' && typeof value === 'string' && value.startsWith('#/$defs/')
+      ? COMPONENT_SCHEMAS + value.slice('#/$defs/'.length)
+      : refsToComponents(value)
+  }
+  return out
 }
 
 /** The regular expressions a zod string schema checks (`.regex(…)`), flags included. */
@@ -46,21 +79,26 @@ function rewritePatterns(node: JsonSchema, portable: Map<string, string>): void 
   }
 }
 
-const ERROR_MEANINGS: Record<number, string> = {
-  400: 'malformed request (1006) or RUFID (1001)',
-  401: 'no or invalid credentials (1003); see WWW-Authenticate',
-  403: 'permission denied (1003)',
-  404: 'not found (1002)',
-  405: 'method not allowed (1006)',
-  406: 'not acceptable (1006)',
-  408: 'execution timeout (1004)',
-  409: 'RUFID collision (1008) or the losing side of a catalog conflict (2002)',
-  413: 'body over the size limit (1006)',
-  422: 'invalid manifest or lockfile (1006), or the function failed (1007)',
-  429: 'rate limited (1005); see Retry-After',
-  500: 'internal error (1009; no details)',
-  502: 'federation unreachable (2001)',
-  503: 'draining, overloaded or shutting down (1010); see Retry-After when given',
+/**
+ * Every error status a route may answer, as a named response under `components/responses`: what it
+ * means (the svc error codes it carries) and its headers. Routes refer to these with `$ref`, so a
+ * generator makes one type per error answer, not one per route and status.
+ */
+const ERRORS: Record<number, { name: string; meaning: string }> = {
+  400: { name: 'BadRequest', meaning: 'malformed request (1006) or RUFID (1001)' },
+  401: { name: 'Unauthorized', meaning: 'no or invalid credentials (1003); see WWW-Authenticate' },
+  403: { name: 'Forbidden', meaning: 'permission denied (1003)' },
+  404: { name: 'NotFound', meaning: 'not found (1002)' },
+  405: { name: 'MethodNotAllowed', meaning: 'method not allowed (1006)' },
+  406: { name: 'NotAcceptable', meaning: 'not acceptable (1006)' },
+  408: { name: 'ExecutionTimeout', meaning: 'execution timeout (1004)' },
+  409: { name: 'Conflict', meaning: 'RUFID collision (1008) or the losing side of a catalog conflict (2002)' },
+  413: { name: 'PayloadTooLarge', meaning: 'body over the size limit (1006)' },
+  422: { name: 'Unprocessable', meaning: 'invalid manifest or lockfile (1006), or the function failed (1007)' },
+  429: { name: 'RateLimited', meaning: 'rate limited (1005); see Retry-After' },
+  500: { name: 'InternalError', meaning: 'internal error (1009; no details)' },
+  502: { name: 'FederationUnreachable', meaning: 'federation unreachable (2001)' },
+  503: { name: 'Unavailable', meaning: 'draining, overloaded or shutting down (1010); see Retry-After when given' },
 }
 
 const HEADERS: Record<number, JsonSchema> = {
@@ -69,9 +107,17 @@ const HEADERS: Record<number, JsonSchema> = {
   503: { 'Retry-After': { description: 'seconds before a retry may succeed', schema: { type: 'integer' } } },
 }
 
-const content = (spec: ResponseSpec): JsonSchema => spec instanceof z.ZodType
-  ? { 'application/json': { schema: jsonSchemaOf(spec) } }
-  : { [spec.contentType]: { schema: spec.schema } }
+/** What the document lists once under `components` while its operations are described. */
+interface Components {
+  /** `components/schemas`: every schema named with `.meta({ id })` */
+  schemas: Record<string, JsonSchema>
+  /** `components/responses`: the error answers */
+  responses: Record<string, JsonSchema>
+}
+
+const content = (spec: ResponseSpec, components: Components): JsonSchema => spec instanceof z.ZodType
+  ? { 'application/json': { schema: jsonSchemaOf(spec, components.schemas) } }
+  : Object.fromEntries([spec.contentType].flat().map((type) => [type, { schema: spec.schema }]))
 
 /** `get /api/v1/functions/:rufid` → `getApiV1FunctionsByRufid` (unique per route). */
 function operationIdOf(method: string, path: string): string {
@@ -79,26 +125,38 @@ function operationIdOf(method: string, path: string): string {
   return method + words.join('-').split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')
 }
 
-function errorResponses(statuses: Iterable<number>, body: JsonSchema): JsonSchema {
+/**
+ * `$ref`s to the named error responses of these statuses, each added to `components.responses`
+ * with its body: `Error` for the REST door, `GraphqlResponse` (names prefixed `Graphql`) for /graphql.
+ */
+function errorResponses(statuses: Iterable<number>, components: Components, door: 'rest' | 'graphql' = 'rest'): JsonSchema {
   const out: JsonSchema = {}
+  const body = door === 'rest' ? jsonSchemaOf(errorBodySchema, components.schemas) : jsonSchemaOf(graphqlResponse, components.schemas)
   for (const status of [...new Set(statuses)].sort((a, b) => a - b)) {
-    out[String(status)] = {
-      description: ERROR_MEANINGS[status] ?? 'error',
+    const known = ERRORS[status]
+    const name = (door === 'graphql' ? 'Graphql' : '') + (known?.name ?? `Error${status}`)
+    components.responses[name] ??= {
+      description: known?.meaning ?? 'error',
       ...(HEADERS[status] ? { headers: HEADERS[status] } : {}),
       content: { 'application/json': { schema: body } },
     }
+    out[String(status)] = { $ref: `#/components/responses/${name}` }
   }
   return out
 }
 
-/** The OpenAPI operation of one REST route: parameters, body, and every status it can answer. */
-function operationOf(route: RestRoute<never, unknown>): JsonSchema {
+/**
+ * The OpenAPI operation of one REST route: parameters, body, and every status it can answer, each
+ * body with its media type (errors: `application/json`, the `Error` schema). Named schemas are
+ * added to `components`.
+ */
+function operationOf(route: RestRoute<never, unknown>, components: Components): JsonSchema {
   const pathParams = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!).map((name) => ({
     name, in: 'path', required: true,
-    schema: route.params?.[name] ? jsonSchemaOf(route.params[name]!) : { type: 'string' },
+    schema: route.params?.[name] ? jsonSchemaOf(route.params[name]!, components.schemas) : { type: 'string' },
   }))
   const queryParams = Object.entries(route.query?.shape ?? {}).map(([name, field]) => {
-    const schema = jsonSchemaOf(field as z.ZodType)
+    const schema = jsonSchemaOf(field as z.ZodType, components.schemas)
     const { description, ...rest } = schema
     return {
       name, in: 'query', required: !(field as z.ZodType).safeParse(undefined).success,
@@ -111,11 +169,11 @@ function operationOf(route: RestRoute<never, unknown>): JsonSchema {
   const successes: JsonSchema = {}
   for (const [status, spec] of Object.entries(route.responses)) {
     const description = status === '201' ? 'created' : status === '202' ? 'accepted' : status === '200' ? 'success' : 'answer'
-    successes[status] = { description: !(spec instanceof z.ZodType) && spec.description ? spec.description : description, content: content(spec) }
+    successes[status] = { description: !(spec instanceof z.ZodType) && spec.description ? spec.description : description, content: content(spec, components) }
   }
   const request = route.request === undefined
     ? undefined
-    : { required: true, content: { 'application/json': { schema: route.request instanceof z.ZodType ? jsonSchemaOf(route.request) : route.request } } }
+    : { required: true, content: { 'application/json': { schema: route.request instanceof z.ZodType ? jsonSchemaOf(route.request, components.schemas) : route.request } } }
   return {
     operationId: operationIdOf(route.method, route.path),
     summary: route.summary,
@@ -123,7 +181,7 @@ function operationOf(route: RestRoute<never, unknown>): JsonSchema {
     parameters: [...pathParams, ...queryParams],
     ...(request ? { requestBody: request } : {}),
     ...(route.access === 'public' ? { security: [] } : {}),
-    responses: { ...successes, ...errorResponses([...route.errors, ...ALWAYS_ERRORS], jsonSchemaOf(errorBodySchema)) },
+    responses: { ...successes, ...errorResponses([...route.errors, ...ALWAYS_ERRORS], components) },
   }
 }
 
@@ -132,23 +190,24 @@ const graphqlRequest = z.object({
   query: z.string(),
   variables: z.record(z.string(), z.unknown()).nullable().optional(),
   operationName: z.string().nullable().optional(),
-})
+}).meta({ id: 'GraphqlRequest' })
+const graphqlError = z.object({
+  message: z.string(),
+  locations: z.array(z.object({ line: z.int(), column: z.int() })).optional(),
+  path: z.array(z.union([z.string(), z.int()])).optional(),
+  extensions: z.object({ code: z.int(), name: z.string(), details: z.record(z.string(), z.unknown()) }),
+}).meta({ id: 'GraphqlError' })
 const graphqlResponse = z.object({
   data: z.record(z.string(), z.unknown()).nullable().optional(),
-  errors: z.array(z.object({
-    message: z.string(),
-    locations: z.array(z.object({ line: z.int(), column: z.int() })).optional(),
-    path: z.array(z.union([z.string(), z.int()])).optional(),
-    extensions: z.object({ code: z.int(), name: z.string(), details: z.record(z.string(), z.unknown()) }),
-  })).optional(),
-})
+  errors: z.array(graphqlError).optional(),
+}).meta({ id: 'GraphqlResponse' })
 /** Statuses a refused GraphQL request answers, with a GraphQL-shaped body (`errors`). */
 const GRAPHQL_ERRORS = [400, 401, 403, 405, 406, 413, 429, 500, 503]
 
-function graphqlOperations(): JsonSchema {
+function graphqlOperations(components: Components): JsonSchema {
   const responses = (): JsonSchema => ({
-    200: { description: 'the result (field errors beside data)', content: { 'application/json': { schema: jsonSchemaOf(graphqlResponse) } } },
-    ...errorResponses(GRAPHQL_ERRORS, jsonSchemaOf(graphqlResponse)),
+    200: { description: 'the result (field errors beside data)', content: { 'application/json': { schema: jsonSchemaOf(graphqlResponse, components.schemas) } } },
+    ...errorResponses(GRAPHQL_ERRORS, components, 'graphql'),
   })
   const queryParams = ['query', 'variables', 'operationName'].map((name) => ({ name, in: 'query', required: name === 'query', schema: { type: 'string' } }))
   return {
@@ -161,13 +220,13 @@ function graphqlOperations(): JsonSchema {
     post: {
       operationId: 'postGraphql',
       summary: 'GraphQL operations; subscriptions stream as server-sent events with Accept: text/event-stream (graphql-ws over WebSocket on the same path)',
-      requestBody: { required: true, content: { 'application/json': { schema: jsonSchemaOf(graphqlRequest) } } },
+      requestBody: { required: true, content: { 'application/json': { schema: jsonSchemaOf(graphqlRequest, components.schemas) } } },
       responses: responses(),
     },
   }
 }
 
-function eventSocketOperations(): JsonSchema {
+function eventSocketOperations(components: Components): JsonSchema {
   return {
     get: {
       operationId: 'getWs',
@@ -182,7 +241,7 @@ function eventSocketOperations(): JsonSchema {
       ],
       responses: {
         101: { description: 'switching protocols' },
-        ...errorResponses([400, 401, 403, 429, 500, 503], jsonSchemaOf(errorBodySchema)),
+        ...errorResponses([400, 401, 403, 429, 500, 503], components),
       },
     },
   }
@@ -191,17 +250,20 @@ function eventSocketOperations(): JsonSchema {
 /**
  * The OpenAPI 3.1 description of everything this node answers over HTTP, generated from the REST
  * routes themselves (their request, query and response schemas, and the statuses they declare),
- * plus `/graphql` and the `/ws` WebSocket upgrade mounted beside the router.
+ * plus `/graphql` and the `/ws` WebSocket upgrade mounted beside the router. Every named schema is
+ * listed once under `components/schemas` (sorted by name) and referenced with `$ref`.
  */
 export function buildOpenApi(init: OpenApiInit, routes: readonly RestRoute<never, unknown>[]): Record<string, unknown> {
   const paths: Record<string, JsonSchema> = {}
+  const components: Components = { schemas: {}, responses: {} }
   for (const route of routes) {
     const path = route.path.replace(/:(\w+)/g, '{$1}')
     paths[path] ??= {}
-    paths[path][route.method] = operationOf(route)
+    paths[path][route.method] = operationOf(route, components)
   }
-  paths['/graphql'] = graphqlOperations()
-  paths['/ws'] = eventSocketOperations()
+  paths['/graphql'] = graphqlOperations(components)
+  paths['/ws'] = eventSocketOperations(components)
+  const sorted = (map: Record<string, JsonSchema>) => Object.fromEntries(Object.entries(map).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
   const document = {
     openapi: '3.1.0',
     info: {
@@ -211,7 +273,7 @@ export function buildOpenApi(init: OpenApiInit, routes: readonly RestRoute<never
         + '`rufid_short` (the 12-character hash) and `full_rufid` (rufid:<hash>:v<n>:<tenant>); `rufid` keeps the form the '
         + `interface gives it in that body. Source code is at most ${init.maxSourceBytes} bytes; API keys expire within ${init.maxExpiresDays} days.`,
     },
-    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key (svck_…) or JWT' } } },
+    components: { schemas: sorted(components.schemas), responses: sorted(components.responses), securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key (svck_…) or JWT' } } },
     security: [{ bearer: [] }],
     paths,
   }

@@ -24,8 +24,11 @@ export interface RestState {
 
 export type RestContext = Koa.ParameterizedContext<RestState, Koa.DefaultContext & { params: Record<string, string> }>
 
-/** A response declared for one status: a JSON body schema, or another content type. */
-export type ResponseSpec = z.ZodType | { contentType: string; schema: Record<string, unknown>; description?: string }
+/**
+ * A response declared for one status: a JSON body schema, or another content type (or several the
+ * route chooses from by the request's Accept, each with the same schema).
+ */
+export type ResponseSpec = z.ZodType | { contentType: string | readonly string[]; schema: Record<string, unknown>; description?: string }
 
 /**
  * One REST route: its path, its operation (name, access, audit), the schemas of what it reads and

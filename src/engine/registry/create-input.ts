@@ -9,17 +9,38 @@ const LANGUAGE = /^[A-Za-z][A-Za-z0-9+#._-]{0,31}$/
 export const MAX_FILE_TEXT = 1024 * 1024
 
 /**
+ * A manifest object (function.svc.json), checked by the ManifestService against
+ * schemas/function_manifest.schema.json. The `id` names it in /openapi.json (`Manifest`), where the
+ * requests and answers that carry one refer to it.
+ */
+export const manifestObjectSchema = z.record(z.string(), z.unknown())
+  .meta({ id: 'Manifest', description: 'function.svc.json as an object (schemas/function_manifest.schema.json)' })
+/** A lockfile object (function.lock.json, schemas/function_lock.schema.json); `Lockfile` in /openapi.json. */
+export const lockfileObjectSchema = z.record(z.string(), z.unknown())
+  .meta({ id: 'Lockfile', description: 'function.lock.json as an object (schemas/function_lock.schema.json)' })
+
+/**
  * The manifest and lockfile of a create or publish request (validated by the ManifestService):
  * the objects, and optionally the files' exact text, which export returns byte for byte.
  */
 export const manifestFields = {
-  manifest: z.record(z.string(), z.unknown()).nullable().optional(),
-  lockfile: z.record(z.string(), z.unknown()).nullable().optional(),
+  manifest: manifestObjectSchema.nullable().optional(),
+  lockfile: lockfileObjectSchema.nullable().optional(),
   /** function.svc.json exactly as written (must parse to `manifest`) */
   manifest_text: z.string().max(MAX_FILE_TEXT).nullable().optional(),
   /** function.lock.json exactly as written (must parse to `lockfile`) */
   lockfile_text: z.string().max(MAX_FILE_TEXT).nullable().optional(),
 }
+
+/** The per-call limits a create request may set (`FunctionLimits` in /openapi.json). */
+const functionLimitsSchema = z
+  .object({
+    timeout_ms: z.number().int().positive().optional(),
+    memory_mb: z.number().int().positive().optional(),
+    cpu_ms: z.number().int().positive().optional(),
+  })
+  .strict()
+  .meta({ id: 'FunctionLimits' })
 
 export interface CreateInputLimits {
   maxSourceBytes: number
@@ -39,14 +60,7 @@ export function createInputSchema(limits: CreateInputLimits) {
     description: z.string().max(4096).optional(),
     tags: z.array(z.string().regex(TAG, 'tags are 1–64 letters, digits or _.:+#-')).max(32).optional(),
     ...manifestFields,
-    limits: z
-      .object({
-        timeout_ms: z.number().int().positive().optional(),
-        memory_mb: z.number().int().positive().optional(),
-        cpu_ms: z.number().int().positive().optional(),
-      })
-      .strict()
-      .optional(),
+    limits: functionLimitsSchema.optional(),
   })
 }
 

@@ -11,7 +11,7 @@ export function authRoutes(engine: Engine, init: { maxExpiresDays: number }): Re
     defineRoute({
       method: 'post', path: '/api/v1/auth/v2/api-keys', operation: 'auth.key_mint',
       summary: 'Mint an API key (admin); the key is shown once',
-      request: mintRequestSchema({ defaultExpiresDays: 90, maxExpiresDays: init.maxExpiresDays }),
+      request: mintRequestSchema({ defaultExpiresDays: 90, maxExpiresDays: init.maxExpiresDays }).meta({ id: 'ApiKeyRequest' }),
       responses: { 201: mintedKeySchema },
       errors: [...CALLER_ERRORS, ...BODY_ERRORS],
       async handle(principal, ctx) {

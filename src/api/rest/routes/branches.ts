@@ -19,7 +19,7 @@ export function branchRoutes(engine: Engine, init: { maxSourceBytes: number }): 
     defineRoute({
       method: 'post', path: '/api/v1/functions/deploy', operation: 'rufid.deploy',
       summary: 'Publish a function and point a branch at it (201 when something was created); a new branch gets a key, shown once',
-      request: createInputSchema({ maxSourceBytes: init.maxSourceBytes }).extend(branchFields),
+      request: createInputSchema({ maxSourceBytes: init.maxSourceBytes }).extend(branchFields).meta({ id: 'DeployRequest' }),
       responses: { 201: deploymentSchema, 200: deploymentSchema },
       errors: [...CALLER_ERRORS, ...BODY_ERRORS, 409, 422],
       async handle(principal, ctx, call) {

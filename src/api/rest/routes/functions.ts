@@ -16,7 +16,7 @@ export function functionRoutes(engine: Engine, init: { maxSourceBytes: number })
     defineRoute({
       method: 'post', path: '/api/v1/functions/create', operation: 'rufid.create',
       summary: 'Create a function: 201, or 200 with `created: false` when identical content exists',
-      request: createInputSchema({ maxSourceBytes: init.maxSourceBytes }),
+      request: createInputSchema({ maxSourceBytes: init.maxSourceBytes }).meta({ id: 'CreateFunctionRequest' }),
       responses: { 201: creationSchema, 200: creationSchema },
       errors: [...CALLER_ERRORS, ...BODY_ERRORS, 409, 422],
       async handle(principal, ctx, call) {

@@ -10,6 +10,9 @@ import { BRANCH_NAME, createInputSchema, MAX_AUDIT_PAGE, MAX_LIST_PAGE, MAX_SEAR
  * generated from them, so the description cannot drift from what is accepted. RUFID and version
  * fields carry the grammar `FunctionRegistry.target` enforces; the routes call it first, so a
  * malformed RUFID stays 1001 and only the other fields can fail here (1006).
+ *
+ * Each body carries `.meta({ id })`, its name under `components/schemas` in `/openapi.json` (see
+ * response-schemas.ts); the bodies the engine validates are named where the route declares them.
  */
 
 const rufid = z.string().regex(new RegExp(`${SHORT_RUFID.source}|${FULL_RUFID.source}`))
@@ -20,19 +23,21 @@ export const rufidParamSchema = rufid
 const version = z.union([z.string().regex(VERSION_LABEL), z.literal('')]).nullable().optional()
   .describe('v<n>: that version (absent, empty or null: the newest live version)')
 /** What a function is called with (execution-service's normalizeArguments). */
-const args = z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).nullable().optional()
+const argumentsValue = z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())])
+  .meta({ id: 'Arguments', description: 'named arguments (an object) or positional ones (an array)' })
+const args = argumentsValue.nullable().optional()
   .describe('named arguments (an object) or positional ones (an array); absent or null: none')
 /** The function name rule of the create schema (one definition for both). */
 const functionName = createInputSchema({ maxSourceBytes: 1 }).shape.function_name
 
 /** POST /api/v1/functions/resolve */
-export const resolveRequestSchema = z.object({ rufid, version })
+export const resolveRequestSchema = z.object({ rufid, version }).meta({ id: 'ResolveRequest' })
 
 /** POST /api/v1/functions/{rufid}/execute */
-export const executeRequestSchema = z.object({ arguments: args, version })
+export const executeRequestSchema = z.object({ arguments: args, version }).meta({ id: 'ExecuteRequest' })
 
 /** POST /api/v1/functions/branches/{branch}/invoke (the branch is in the path) */
-export const invokeRequestSchema = z.object({ function_name: functionName, arguments: args })
+export const invokeRequestSchema = z.object({ function_name: functionName, arguments: args }).meta({ id: 'InvokeRequest' })
 
 /** Path parameter {branch} of invoke */
 export const branchNameSchema = z.string().regex(BRANCH_NAME)
@@ -50,10 +55,10 @@ export const nativeExecuteRequestSchema = z.object({
   function_name: z.string().optional(),
   namespace: z.string().optional().describe('the namespace to run in when the X-Svc-Namespace header is absent'),
   source_code: z.string().optional().describe('registers the function when the RUFID is unknown and the source hashes to it'),
-  input_data: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(),
+  input_data: argumentsValue.optional(),
   signature: z.string().optional(),
   language: z.string().optional(),
-})
+}).meta({ id: 'NativeExecuteRequest' })
 
 /** POST /api/v1/functions/signature: a source to derive the signature from, or a signature to read. */
 export const signatureRequestSchema = z.union([
@@ -61,9 +66,9 @@ export const signatureRequestSchema = z.union([
     function_name: z.string().min(1).max(128),
     language: z.string().min(1).max(32),
     source_code: z.string().min(1).max(1024 * 1024),
-  }).strict(),
-  z.object({ signature: z.string().max(1024) }).strict(),
-])
+  }).strict().meta({ id: 'SignatureOfSource' }),
+  z.object({ signature: z.string().max(1024) }).strict().meta({ id: 'SignatureText' }),
+]).meta({ id: 'SignatureRequest' })
 
 /** POST /api/v1/federation/nodes (service-spec §2.7); federation checks it (documentation only). */
 export const registrationRequestSchema = z.object({
@@ -71,7 +76,7 @@ export const registrationRequestSchema = z.object({
   endpoint: z.string(),
   capabilities: z.object({ languages: z.array(z.string()), max_concurrent: z.int(), protocols: z.array(z.string()) }).partial().optional(),
   auth: z.object({ certificate: z.string().describe('PEM node certificate issued by the federation CA, binding node_id'), public_key: z.string().optional() }),
-})
+}).meta({ id: 'NodeRegistration' })
 
 /** POST /api/v1/federation/sync; federation checks it (documentation only). */
 export const syncRequestSchema = z.object({
@@ -81,7 +86,7 @@ export const syncRequestSchema = z.object({
   timestamp: z.string(),
   vector: z.record(z.string(), z.number()).describe('origin → highest sequence seen'),
   certificates: z.record(z.string(), z.string()).describe("origin → its federation certificate (PEM), for the origins of the batch's changes"),
-}).partial()
+}).partial().meta({ id: 'SyncRequest' })
 
 /** Parses a request body with one of the schemas above; 1006 with the JSON pointer of every problem. */
 export function parseRequest<T>(schema: z.ZodType<T>, body: unknown, what: string): T {

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ALL_PERMISSIONS, type Permission } from '../../../engine/index.js'
+import { ALL_PERMISSIONS, lockfileObjectSchema, manifestObjectSchema, type Permission } from '../../../engine/index.js'
 
 /**
  * What the REST door answers, beside what it accepts (request-schemas.ts). The presenters are typed
@@ -11,6 +11,11 @@ import { ALL_PERMISSIONS, type Permission } from '../../../engine/index.js'
  * every body that names a function also carries `rufid_short` (always the 12-character hash) and
  * `full_rufid` (always `rufid:<hash>:v<n>:<tenant>`), so a client reads the form it needs by one
  * name whatever the body.
+ *
+ * Naming: every shape a client author would name, and every shape more than one route answers,
+ * carries `.meta({ id })`: `/openapi.json` lists it once under `components/schemas/<id>` and
+ * refers to it with `$ref` wherever it appears (openapi.ts). Ids are PascalCase and stable: they
+ * are the type names of every generated client, so renaming one breaks its users.
  */
 
 export const rufidShort = z.string().length(12).describe('the 12-character hash (short RUFID)')
@@ -22,14 +27,16 @@ const jsonObject = z.record(z.string(), z.unknown())
 /** Both forms of a function's name, carried by every body that names one. */
 export const functionNames = { rufid_short: rufidShort, full_rufid: fullRufid }
 
-export const errorBodySchema = z.object({
-  error: z.object({
-    code: z.int().describe('svc error code (decisions.md "Errors")'),
-    name: z.string(),
-    message: z.string(),
-    details: jsonObject,
-  }),
-})
+/** The `error` member of every error body. */
+export const errorInfoSchema = z.object({
+  code: z.int().describe('svc error code (decisions.md "Errors")'),
+  name: z.string(),
+  message: z.string(),
+  details: jsonObject,
+}).meta({ id: 'ErrorInfo' })
+
+/** The body of every 4xx and 5xx answer of the REST door. */
+export const errorBodySchema = z.object({ error: errorInfoSchema }).meta({ id: 'Error' })
 
 /** POST /api/v1/functions/create (service-spec §4.1; `rufid` is the full RUFID). */
 export const creationSchema = z.object({
@@ -41,7 +48,7 @@ export const creationSchema = z.object({
   share_url: z.string(),
   api_endpoint: z.string(),
   created: z.boolean().describe('false when identical content already existed (answered 200, nothing written)'),
-})
+}).meta({ id: 'CreateResult' })
 
 /** POST /api/v1/functions/resolve (service-spec §2.7; `rufid` is the full RUFID). */
 export const resolutionSchema = z.object({
@@ -57,17 +64,17 @@ export const resolutionSchema = z.object({
   signature: z.string(),
   language: z.string(),
   created_at: time,
-  manifest: jsonObject.nullable(),
-  lockfile: jsonObject.nullable(),
+  manifest: manifestObjectSchema.nullable(),
+  lockfile: lockfileObjectSchema.nullable(),
   manifest_text: z.string().nullable().describe('the manifest as published (exact bytes); null when only the object was sent'),
   lockfile_text: z.string().nullable().describe('the lockfile as published (exact bytes); null when generated or only the object was sent'),
-})
+}).meta({ id: 'Resolution' })
 
 export const usageMetricsSchema = z.object({
   usage_count: z.int(),
   avg_execution_time_ms: z.number(),
   success_rate: z.number().describe('0 to 1'),
-})
+}).meta({ id: 'UsageMetrics' })
 
 /** Function metadata (service-spec §2.2; `rufid` is the short RUFID). */
 export const metadataSchema = z.object({
@@ -85,18 +92,18 @@ export const metadataSchema = z.object({
   dependencies: z.array(z.string()),
   content_digest: z.string(),
   metrics: usageMetricsSchema.optional().describe('GET /api/v1/functions/{rufid} only'),
-})
+}).meta({ id: 'Function' })
 
 export const paginationSchema = z.object({
   total: z.int(),
   limit: z.int(),
   offset: z.int(),
   next_offset: z.int().nullable().describe('null on the last page'),
-})
+}).meta({ id: 'Pagination' })
 
-export const functionListSchema = z.object({ items: z.array(metadataSchema), pagination: paginationSchema })
+export const functionListSchema = z.object({ items: z.array(metadataSchema), pagination: paginationSchema }).meta({ id: 'FunctionList' })
 
-export const deletionSchema = z.object({ deleted: z.array(fullRufid).describe('the full RUFIDs of the versions deleted') })
+export const deletionSchema = z.object({ deleted: z.array(fullRufid).describe('the full RUFIDs of the versions deleted') }).meta({ id: 'Deletion' })
 
 const hexDigest = z.string().regex(/^[0-9a-f]{64}$/)
 
@@ -117,7 +124,7 @@ export const receiptSchema = z.object({
   peer_id: z.string().describe('the signing node\'s libp2p PeerId (Ed25519)'),
   certificate: z.string().describe('the signer\'s node certificate (PEM), not signed'),
   signature: z.string().describe('Ed25519 signature, unpadded base64url'),
-}).strict()
+}).strict().meta({ id: 'Receipt' })
 
 /** What every answer of an execution adds: whether the result came from the result cache, and the receipt. */
 const receiptMembers = {
@@ -133,10 +140,11 @@ export const executionSchema = z.object({
   execution_id: z.string(),
   ...functionNames,
   ...receiptMembers,
-})
+}).meta({ id: 'ExecutionResult' })
 
-const errorOfRecord = z.object({ code: z.int(), name: z.string(), message: z.string(), details: jsonObject.optional() })
-export const logLineSchema = z.object({ level: z.string(), message: z.string(), at: time })
+const errorOfRecord = z.object({ code: z.int(), name: z.string(), message: z.string(), details: jsonObject.optional() }).meta({ id: 'ExecutionError' })
+export const logLineSchema = z.object({ level: z.string(), message: z.string(), at: time }).meta({ id: 'LogLine' })
+export const executionStatusSchema = z.enum(['queued', 'running', 'success', 'error', 'timeout']).meta({ id: 'ExecutionStatus' })
 
 /** GET /v1/executions/{id}: the execution record (decisions.md "Execution record"). */
 export const executionRecordSchema = z.object({
@@ -148,7 +156,7 @@ export const executionRecordSchema = z.object({
   tenant: z.string().meta({ deprecated: true }).describe('deprecated alias of tenant_id, kept for one release'),
   function_name: z.string(),
   language: z.string(),
-  status: z.enum(['queued', 'running', 'success', 'error', 'timeout']),
+  status: executionStatusSchema,
   started_at: time,
   finished_at: time.nullable(),
   execution_time_ms: z.number().nullable(),
@@ -158,26 +166,26 @@ export const executionRecordSchema = z.object({
   error: errorOfRecord.optional().describe('present when the run failed'),
   logs: z.array(logLineSchema),
   ...receiptMembers,
-})
+}).meta({ id: 'ExecutionRecord' })
 
 export const executionLogsSchema = z.object({
   execution_id: z.string(),
   ...functionNames,
-  status: executionRecordSchema.shape.status,
+  status: executionStatusSchema,
   logs: z.array(logLineSchema),
-})
+}).meta({ id: 'ExecutionLogs' })
 
 export const executionAcceptedSchema = z.object({
   execution_id: z.string(),
   ...functionNames,
-  status: executionRecordSchema.shape.status.describe('queued (the record says what came of it)'),
-})
+  status: executionStatusSchema.describe('queued (the record says what came of it)'),
+}).meta({ id: 'ExecutionAccepted' })
 
 export const nativeExecutionSchema = executionSchema.extend({
   rufid: fullRufid,
   registered: z.boolean().describe('true when the call registered the function from its source_code'),
   timing: z.object({ execution_time_ms: z.number(), cpu_time_ms: z.number(), total_time_ms: z.number() }),
-})
+}).meta({ id: 'NativeExecutionResult' })
 
 export const mintedKeySchema = z.object({
   api_key: z.string().describe('the key; shown this once'),
@@ -186,41 +194,45 @@ export const mintedKeySchema = z.object({
   tenant_id: z.string(),
   scopes: z.array(z.string()),
   expires_at: time.nullable(),
-})
+}).meta({ id: 'MintedApiKey' })
 
-export const keyListSchema = z.object({
-  items: z.array(z.object({
-    key_id: z.string(),
-    name: z.string(),
-    tenant_id: z.string(),
-    scopes: z.array(z.string()),
-    created_at: time,
-    created_by: z.string(),
-    expires_at: time.nullable(),
-    revoked_at: time.optional(),
-  })),
-})
+/** An API key as listed (never the key itself). */
+export const apiKeySchema = z.object({
+  key_id: z.string(),
+  name: z.string(),
+  tenant_id: z.string(),
+  scopes: z.array(z.string()),
+  created_at: time,
+  created_by: z.string(),
+  expires_at: time.nullable(),
+  revoked_at: time.optional(),
+}).meta({ id: 'ApiKey' })
 
-export const keyRevocationSchema = z.object({ key_id: z.string(), revoked_at: time })
+export const keyListSchema = z.object({ items: z.array(apiKeySchema) }).meta({ id: 'ApiKeyList' })
+
+export const keyRevocationSchema = z.object({ key_id: z.string(), revoked_at: time }).meta({ id: 'RevokedApiKey' })
+
+/** One entry of the audit log. */
+export const auditEntrySchema = z.object({
+  id: z.string(),
+  timestamp: time,
+  operation: z.string(),
+  rufid: z.string().nullable().describe('the RUFID as the request named it'),
+  user: z.string().nullable(),
+  tenant: z.string().nullable(),
+  ip: z.string(),
+  result: z.string(),
+  duration_ms: z.number(),
+  code: z.int().optional(),
+  key_id: z.string().optional(),
+  method: z.string().optional(),
+  count: z.int().optional().describe('on a summary of rate-limit refusals: how many it stands for'),
+}).meta({ id: 'AuditEntry' })
 
 export const auditPageSchema = z.object({
-  items: z.array(z.object({
-    id: z.string(),
-    timestamp: time,
-    operation: z.string(),
-    rufid: z.string().nullable().describe('the RUFID as the request named it'),
-    user: z.string().nullable(),
-    tenant: z.string().nullable(),
-    ip: z.string(),
-    result: z.string(),
-    duration_ms: z.number(),
-    code: z.int().optional(),
-    key_id: z.string().optional(),
-    method: z.string().optional(),
-    count: z.int().optional().describe('on a summary of rate-limit refusals: how many it stands for'),
-  })),
+  items: z.array(auditEntrySchema),
   next_cursor: z.string().nullable(),
-})
+}).meta({ id: 'AuditPage' })
 
 export const telemetrySchema = z.object({
   rufid: z.string().describe('as asked: the short RUFID (every version) or the full one (that version)'),
@@ -230,20 +242,21 @@ export const telemetrySchema = z.object({
   latency_ms: z.object({ p50: z.number(), p95: z.number(), p99: z.number(), max: z.number() }),
   error_rate: z.number(),
   cost: z.object({ cpu_ms_total: z.number(), cpu_ms_avg: z.number(), memory_bytes_avg: z.number() }),
-})
+}).meta({ id: 'Telemetry' })
 
 export const searchSchema = z.object({
-  items: z.array(metadataSchema.omit({ metrics: true })),
+  items: z.array(metadataSchema).describe('functions as listed (metrics only on GET /api/v1/functions/{rufid})'),
   pagination: paginationSchema,
   aggregations: z.object({
     language: z.record(z.string(), z.int()),
     tags: z.record(z.string(), z.int()),
     author: z.record(z.string(), z.int()),
   }),
-})
+}).meta({ id: 'SearchResults' })
 
 /** `POST /v1/functions` (decisions.md "/v1 group field names"; `rufid` is the full RUFID). */
 export const publicationSchema = creationSchema.pick({ rufid: true, rufid_short: true, full_rufid: true, version: true, import_statement: true, share_url: true })
+  .meta({ id: 'PublishResult' })
 
 export const branchHeadSchema = z.object({
   function_name: z.string(),
@@ -254,7 +267,7 @@ export const branchHeadSchema = z.object({
   created_at: time,
   updated_at: time,
   updated_by: z.string(),
-})
+}).meta({ id: 'BranchHead' })
 
 export const deploymentSchema = creationSchema.extend({
   function_name: z.string(),
@@ -264,56 +277,59 @@ export const deploymentSchema = creationSchema.extend({
   moved: z.boolean(),
   previous_version: versionLabel.nullable(),
   head: branchHeadSchema,
-  manifest: jsonObject.nullable(),
-  lockfile: jsonObject.nullable(),
-})
+  manifest: manifestObjectSchema.nullable(),
+  lockfile: lockfileObjectSchema.nullable(),
+}).meta({ id: 'DeployResult' })
 
-export const branchListSchema = z.object({ items: z.array(branchHeadSchema) })
+export const branchListSchema = z.object({ items: z.array(branchHeadSchema) }).meta({ id: 'BranchList' })
 
 export const invocationSchema = executionSchema.extend({
   rufid: fullRufid,
   version: versionLabel,
   branch: z.string(),
   function_name: z.string(),
-})
+}).meta({ id: 'InvocationResult' })
+
+/** One version of a lineage, live or deleted. */
+export const versionEntrySchema = z.object({
+  version: versionLabel,
+  rufid: fullRufid,
+  ...functionNames,
+  content_digest: z.string(),
+  created_at: time,
+  author: z.string(),
+  deleted_at: time.optional(),
+  manifest_snapshot: z.object({ manifest: manifestObjectSchema.nullable(), lockfile: lockfileObjectSchema.nullable() }).catchall(z.unknown()),
+  branches: z.array(z.unknown()),
+}).meta({ id: 'VersionEntry' })
 
 export const versionLedgerSchema = z.object({
   function_name: z.string(),
-  versions: z.array(z.object({
-    version: versionLabel,
-    rufid: fullRufid,
-    ...functionNames,
-    content_digest: z.string(),
-    created_at: time,
-    author: z.string(),
-    deleted_at: time.optional(),
-    manifest_snapshot: z.object({ manifest: jsonObject.nullable(), lockfile: jsonObject.nullable() }).catchall(z.unknown()),
-    branches: z.array(z.unknown()),
-  })),
+  versions: z.array(versionEntrySchema),
   heads: z.array(branchHeadSchema),
-})
+}).meta({ id: 'VersionLedger' })
 
 export const exportSchema = z.object({
   rufid: fullRufid,
   ...functionNames,
   version: versionLabel,
   function_name: z.string(),
-  manifest: jsonObject.nullable(),
-  lockfile: jsonObject.nullable(),
+  manifest: manifestObjectSchema.nullable(),
+  lockfile: lockfileObjectSchema.nullable(),
   manifest_text: resolutionSchema.shape.manifest_text,
   lockfile_text: resolutionSchema.shape.lockfile_text,
-})
+}).meta({ id: 'FunctionExport' })
 
-const capabilities = z.object({ languages: z.array(z.string()), max_concurrent: z.int(), protocols: z.array(z.string()) })
+const capabilities = z.object({ languages: z.array(z.string()), max_concurrent: z.int(), protocols: z.array(z.string()) }).meta({ id: 'NodeCapabilities' })
 export const nodeInfoSchema = z.object({
   node_id: z.string(),
   endpoint: z.string(),
   capabilities,
   self: z.boolean(),
   verified_at: time.nullable(),
-})
-export const registrationAnswerSchema = z.object({ nodes: z.array(nodeInfoSchema) })
-export const memberListSchema = z.object({ node_id: z.string(), nodes: z.array(nodeInfoSchema) })
+}).meta({ id: 'FederationNode' })
+export const registrationAnswerSchema = z.object({ nodes: z.array(nodeInfoSchema) }).meta({ id: 'RegistrationResult' })
+export const memberListSchema = z.object({ node_id: z.string(), nodes: z.array(nodeInfoSchema) }).meta({ id: 'FederationNodes' })
 export const discoverySchema = z.object({
   rufid: z.string(),
   rufid_short: rufidShort,
@@ -321,7 +337,7 @@ export const discoverySchema = z.object({
   function_name: z.string().nullable(),
   versions: z.array(versionLabel),
   nodes: z.array(z.object({ node_id: z.string(), endpoint: z.string(), source: z.enum(['self', 'dht', 'catalog', 'member']) })),
-})
+}).meta({ id: 'Discovery' })
 export const syncBatchSchema = z.object({
   added: z.array(jsonObject),
   updated: z.array(jsonObject),
@@ -330,12 +346,13 @@ export const syncBatchSchema = z.object({
   vector: z.record(z.string(), z.number()).describe('origin → highest sequence seen'),
   certificates: z.record(z.string(), z.string()).optional().describe("origin → its federation certificate (PEM), for the origins of the batch's changes"),
   more: z.boolean().optional().describe('true: this answer is a page (at most 2,000 changes or 8 MiB); ask again with your vector advanced by it for the rest'),
-})
-export const catalogDigestSchema = z.object({ digest: z.string(), entries: z.int(), vector: z.record(z.string(), z.number()) })
-export const conflictListSchema = z.object({ items: z.array(jsonObject) })
+}).meta({ id: 'SyncBatch' })
+export const catalogDigestSchema = z.object({ digest: z.string(), entries: z.int(), vector: z.record(z.string(), z.number()) }).meta({ id: 'CatalogDigest' })
+export const conflictListSchema = z.object({ items: z.array(jsonObject) }).meta({ id: 'ConflictList' })
 
-export const healthSchema = z.object({ status: z.literal('ok'), pid: z.int(), uptime_s: z.number() })
-export const readinessSchema = z.object({ status: z.enum(['ready', 'starting', 'draining']) })
+export const healthSchema = z.object({ status: z.literal('ok'), pid: z.int(), uptime_s: z.number() }).meta({ id: 'Health' })
+export const readinessStatusSchema = z.enum(['ready', 'starting', 'draining']).meta({ id: 'ReadinessStatus' })
+export const readinessSchema = z.object({ status: readinessStatusSchema }).meta({ id: 'Readiness' })
 
 // ---- reads the operator console (and the clients) stand on ------------------------------------
 
@@ -343,7 +360,7 @@ export const readinessSchema = z.object({ status: z.enum(['ready', 'starting', '
 export const nodeAboutSchema = z.object({
   name: z.literal('svc-node'),
   version: z.string(),
-  status: readinessSchema.shape.status,
+  status: readinessStatusSchema,
   ready: z.boolean(),
   started_at: time.nullable().describe('when the node started serving (null while starting)'),
   uptime_s: z.int(),
@@ -368,7 +385,7 @@ export const nodeAboutSchema = z.object({
     }).nullable().describe('the sandbox workers\' memory bound (docs/tenant-isolation/memory.md)'),
   }),
   federation: z.object({ enabled: z.boolean() }),
-})
+}).meta({ id: 'NodeInfo' })
 
 /** GET /api/v1/auth/whoami: the caller's credential and what it may do. */
 export const whoamiSchema = z.object({
@@ -376,7 +393,7 @@ export const whoamiSchema = z.object({
   user: z.string(),
   method: z.string().describe('how the caller authenticated: api_key, jwt, mtls, none'),
   key_id: z.string().nullable().describe('the API key id (null for other methods)'),
-  permissions: z.array(z.enum(ALL_PERMISSIONS as readonly [Permission, ...Permission[]])),
+  permissions: z.array(z.enum(ALL_PERMISSIONS as readonly [Permission, ...Permission[]]).meta({ id: 'Permission' })),
   admin: z.boolean(),
   storage: z.object({
     account: z.string().describe('the root tenant the storage is counted for (acme for acme.team1)'),
@@ -384,7 +401,7 @@ export const whoamiSchema = z.object({
     quota_bytes: z.number().int().nullable().describe('storage.tenant_quota_mb in bytes; null: no quota'),
     execution_records: z.number().int(),
   }).describe("what the caller's tenant stores on this node (docs/tenant-isolation/storage.md)"),
-})
+}).meta({ id: 'Whoami' })
 
 /** GET /api/v1/functions/{rufid}/source (`rufid` is the full RUFID). */
 export const functionSourceSchema = z.object({
@@ -397,14 +414,14 @@ export const functionSourceSchema = z.object({
   content_digest: z.string(),
   source_code: z.string(),
   imports: z.object({ typescript: z.string(), python: z.string(), go: z.string() }).describe('the import statement of each client language'),
-})
+}).meta({ id: 'FunctionSource' })
 
 /** POST /api/v1/functions/signature */
 export const signatureSchema = z.object({
   signature: z.string(),
-  parameters: z.array(z.object({ name: z.string(), optional: z.boolean(), rest: z.boolean() }))
+  parameters: z.array(z.object({ name: z.string(), optional: z.boolean(), rest: z.boolean() }).meta({ id: 'SignatureParameter' }))
     .describe('the parameters named arguments bind to, in order'),
-})
+}).meta({ id: 'Signature' })
 
 /** GET /v1/telemetry/functions/{rufid}/series */
 export const telemetrySeriesSchema = z.object({
@@ -418,8 +435,8 @@ export const telemetrySeriesSchema = z.object({
     errors: z.int(),
     error_rate: z.number(),
     latency_ms: z.object({ p50: z.number(), p95: z.number(), p99: z.number() }),
-  })).describe('oldest first; the last bucket ends now'),
-})
+  }).meta({ id: 'TelemetryBucket' })).describe('oldest first; the last bucket ends now'),
+}).meta({ id: 'TelemetrySeries' })
 
 /** One federation member as an operator sees it. */
 export const memberStatusSchema = z.object({
@@ -433,7 +450,7 @@ export const memberStatusSchema = z.object({
   catalog: z.object({ digest: z.string(), entries: z.int(), branch_moves: z.int() }).nullable()
     .describe('its replicated-catalog digest as it answered just now (null: it did not answer)'),
   error: z.string().optional().describe('why catalog is null'),
-})
+}).meta({ id: 'FederationMember' })
 
 /** GET /api/v1/federation/members */
 export const memberStatusListSchema = z.object({
@@ -441,4 +458,4 @@ export const memberStatusListSchema = z.object({
   digest: z.string().nullable().describe("this node's catalog digest"),
   converged: z.boolean().describe('every connected member answered this digest'),
   members: z.array(memberStatusSchema),
-})
+}).meta({ id: 'FederationMembers' })

@@ -12,7 +12,7 @@ export function v1Routes(engine: Engine): RestRoute<never, unknown>[] {
     defineRoute({
       method: 'post', path: '/v1/functions', operation: 'rufid.create',
       summary: 'Publish base64 source for a runtime (201; 200 when identical content exists)',
-      request: publishInputSchema,
+      request: publishInputSchema.meta({ id: 'PublishRequest' }),
       responses: { 201: publicationSchema, 200: publicationSchema },
       errors: [...CALLER_ERRORS, ...BODY_ERRORS, 409, 422],
       async handle(principal, ctx, call) {
