@@ -4,6 +4,7 @@ import { ClassicLevel } from 'classic-level'
 import { isValidTenantId } from '../core/rufid.js'
 import { ConfigError, loadConfig } from '../daemon/config.js'
 import { catalogLocation } from '../daemon/data-directory.js'
+import { EXIT_CODES } from '../daemon/exit-codes.js'
 import { ApiKeyService, createLevelKeyStorage, type LevelDatabase } from '../engine/index.js'
 import { CliError } from './connection.js'
 
@@ -18,8 +19,12 @@ export interface AdminKeyOptions {
   init?: boolean
 }
 
-/** Exit codes of `svc keys create --admin`: 0 minted, 2 nothing minted (what to do is on standard error). */
-export const ADMIN_KEY_EXIT = { ok: 0, cannot: 2 } as const
+/**
+ * Exit codes of `svc keys create --admin`: 0 minted; 2 nothing minted (what to do is on standard
+ * error); 4 nothing minted because another process (a running node) holds the data directory, the
+ * code `svc-node start` exits with for the same cause (EXIT_CODES.data_dir_in_use).
+ */
+export const ADMIN_KEY_EXIT = { ok: 0, cannot: 2, inUse: EXIT_CODES.data_dir_in_use } as const
 
 function cannot(message: string): CliError {
   return new CliError(1006, 'VALIDATION_FAILED', message, {}, ADMIN_KEY_EXIT.cannot)
@@ -79,11 +84,11 @@ export async function createAdminKeyOffline(opts: AdminKeyOptions, env: NodeJS.P
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause
     if (cause?.code === 'LEVEL_LOCKED') {
-      throw cannot([
+      throw new CliError(1006, 'VALIDATION_FAILED', [
         `the data directory ${dataDir} is in use by a running node (or another svc command holds it): nothing minted.`,
         'A running node mints keys itself: svc keys create --name <name> --scopes admin --token <an admin key of the tenant>',
         '(POST /api/v1/auth/v2/api-keys). Without any admin key left, stop the node, then run this again.',
-      ].join('\n'))
+      ].join('\n'), {}, ADMIN_KEY_EXIT.inUse)
     }
     throw cannot(`cannot open the database in ${location}: ${cause?.message ?? (err as Error).message}`)
   }

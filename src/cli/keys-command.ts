@@ -62,7 +62,8 @@ export function keysCommand(options: KeysCommandOptions = {}): Command {
 With --admin the key is written into the database in <data_dir>/catalog of a stopped node: the
 directory the node runs with (svc node start --data-dir, SVC_DATA_DIR, or data_dir in the YAML file
 SVC_CONFIG names). A directory holding no database is refused unless --init. Exit 0: minted;
-2: nothing minted (the reason, and what to do, on standard error). A running node mints keys itself:
+2: nothing minted (the reason, and what to do, on standard error); 4: nothing minted, a running node
+holds the directory (as svc-node start exits 4 for it). A running node mints keys itself:
   svc keys create --name ops --scopes admin --token <an admin key>`)
   }
   create.action(action(async (opts: KeyCreateOptions) => {
