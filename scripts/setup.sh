@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything svc-node needs on a fresh machine: the npm packages pinned in
 # package-lock.json (isolated-vm compiles from source: 2-4 minutes), the compiled daemon,
-# the Python packages the tests use (pytest, hypothesis, grpcio-tools, cryptography,
+# the Python packages the tests use (pytest, hypothesis, grpcio-tools, cryptography, setuptools,
 # openapi-spec-validator, openapi-python-client, datamodel-code-generator), grpcurl and
 # oapi-codegen, Chromium for the console's browser tests and bubblewrap for the sandbox's OS wall.
 # Safe to run again.
@@ -26,7 +26,7 @@ if command -v python3 >/dev/null 2>&1 && ! python3 -m pytest --version >/dev/nul
 fi
 if command -v python3 >/dev/null 2>&1 && [ "$(python3 -c 'import importlib.metadata as m; print(m.version("grpcio-tools"))' 2>/dev/null)" != "1.85.1" ]; then
   # the Python gRPC stubs svc.v1 are generated (and checked) with exactly this grpcio-tools; it
-  # brings grpcio and protobuf, which the Python client's gRPC test uses (pip install svc[grpc])
+  # brings grpcio and protobuf, which the Python client's gRPC test uses (the grpc extra of the svc-node-client distribution)
   echo "svc-node setup: installing grpcio-tools 1.85.1 for the Python gRPC stubs and their test…"
   python3 -m pip install --quiet grpcio-tools==1.85.1
 fi
@@ -36,8 +36,14 @@ if command -v python3 >/dev/null 2>&1 && [ "$(python3 -c 'import hypothesis; pri
   python3 -m pip install --quiet hypothesis==6.170.17
 fi
 if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import cryptography.x509' >/dev/null 2>&1; then
-  echo "svc-node setup: installing cryptography (the Python client's svc[verify] extra) for the receipt tests…"
+  echo "svc-node setup: installing cryptography (the verify extra of the Python client, svc-node-client) for the receipt tests…"
   python3 -m pip install --quiet cryptography==48.0.0
+fi
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import setuptools, sys; sys.exit(int(setuptools.__version__.split(".")[0]) < 61)' >/dev/null 2>&1; then
+  # the Python client's distribution test builds its wheel (svc-node-client) without build isolation
+  # (clients/python/tests/test_distribution.py); Python 3.12's venvs come without setuptools
+  echo "svc-node setup: installing setuptools for the Python client's distribution test…"
+  python3 -m pip install --quiet setuptools==80.9.0
 fi
 # the OpenAPI document is checked by a validator outside JavaScript (test/e2e/openapi.test.ts)
 if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import openapi_spec_validator' >/dev/null 2>&1; then

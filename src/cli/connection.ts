@@ -213,6 +213,30 @@ export function reportFailure(err: unknown): void {
   process.exitCode = exitCode
 }
 
+/**
+ * Makes `svc … | head` end quietly, as Unix tools do, for every command: when the reader of
+ * standard output (or standard error) goes away, the next write fails with EPIPE, and Node would
+ * otherwise crash on the unhandled stream error with a stack trace. svc then exits at once, with
+ * the exit code already set (0 unless the command had failed): nobody is left to read the rest.
+ * Any other write error on those streams is reported (if standard error can still take it) and
+ * exits 1. Installed once, before the command runs.
+ */
+export function exitQuietlyOnBrokenPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0)
+      if (stream !== process.stderr) {
+        try {
+          process.stderr.write(`svc: cannot write to standard output: ${err.code ?? err.message}\n`)
+        } catch {
+          // nowhere left to say it
+        }
+      }
+      process.exit(1)
+    })
+  }
+}
+
 /** Wraps a command action so that any failure is reported as `error <code> <NAME>: …`. */
 export function action<A extends unknown[]>(fn: (...args: A) => Promise<void> | void): (...args: A) => Promise<void> {
   return async (...args: A) => {

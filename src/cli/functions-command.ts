@@ -8,6 +8,7 @@ import {
 } from '../engine/manifests/index.js'
 import { deriveSignature } from '../core/signature.js'
 import type { CreateFunctionInput } from '../client/types.js'
+import { functionNameOf } from './function-name.js'
 import { CliError, action, clientFor, printJson, progressMode, resolveSettings, withConnection, withProgress, type ConnectionOptions } from './connection.js'
 
 type Json = Record<string, unknown>
@@ -139,7 +140,7 @@ export function readDefinition(flags: DefinitionFlags): CreateFunctionInput {
   const lockFile = lockPath === undefined ? undefined : readJsonFileText(lockPath, 'lockfile')
   const m = (manifest ?? {}) as Partial<FunctionManifest>
   const [entryModule, entryCallable] = typeof m.entrypoint === 'string' ? m.entrypoint.split(':') : []
-  const name = flags.name ?? (typeof m.name === 'string' ? m.name : undefined) ?? entryCallable
+  let name = flags.name ?? (typeof m.name === 'string' ? m.name : undefined) ?? entryCallable
   let language = flags.language ?? (typeof m.runtime?.language === 'string' ? m.runtime.language : undefined)
 
   let file: string | undefined
@@ -173,8 +174,13 @@ export function readDefinition(flags: DefinitionFlags): CreateFunctionInput {
     throw invalid(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
   }
   language ??= EXTENSION_LANGUAGE[extname(file)]
-  if (!name) throw invalid('cannot tell the function name: pass --name or set "name" in the manifest')
   if (!language) throw invalid('cannot tell the language: pass --language or set runtime.language in the manifest')
+  if (!name) {
+    // no name given: the one function the file defines at its top level
+    const found = functionNameOf(source_code, language, basename(file))
+    if ('problem' in found) throw invalid(`cannot tell the function name: ${found.problem}. Pass --name <function_name>, or set "name" in the manifest`)
+    name = found.name
+  }
   const metaSignature = typeof m.metadata?.signature === 'string' ? m.metadata.signature : undefined
   // rufid-v1 §10, exactly as the node derives it for /v1 (1006 naming the function when it cannot)
   const signature = flags.signature ?? metaSignature ?? deriveSignature({ function_name: name, language, source_code })
@@ -197,7 +203,7 @@ const definitionOptions = (cmd: Command): Command =>
   cmd
     .option('--code <dir>', `directory with ${MANIFEST_FILE}, optionally ${LOCKFILE_FILE}, and the source its entrypoint names`)
     .option('--file <source>', 'source file (default: from the manifest entrypoint in --code)')
-    .option('--name <function_name>', 'function name (default: the manifest name)')
+    .option('--name <function_name>', 'function name (default: the manifest name, else the one function the source defines at its top level)')
     .option('--signature <signature>', 'textual signature, e.g. "(a, b)" (default: metadata.signature, else read from the source)')
     .option('--language <language>', 'python, javascript, typescript … (default: runtime.language, else the file extension)')
     .option('--description <text>', 'description (default: the manifest description)')

@@ -7,6 +7,7 @@ export interface KeyCreateOptions extends ConnectionOptions {
   admin?: boolean
   tenant?: string
   dataDir?: string
+  init?: boolean
   name?: string
   scopes?: string
   expiresDays?: string
@@ -55,10 +56,23 @@ export function keysCommand(options: KeysCommandOptions = {}): Command {
     create
       .addOption(new Option('--admin', 'administrator key, minted offline into the data directory (the node must be stopped)'))
       .addOption(new Option('--tenant <tenant_id>', 'with --admin: tenant of the key (default: auth.default_tenant)'))
-      .addOption(new Option('--data-dir <dir>', 'with --admin: data directory (SVC_DATA_DIR)'))
+      .addOption(new Option('--data-dir <dir>', "with --admin: the node's data directory (default: SVC_DATA_DIR, else data_dir of the SVC_CONFIG file, else ~/.svc-node/data)"))
+      .addOption(new Option('--init', 'with --admin: create the database when the data directory holds none (a node not started yet); without it such a directory is refused'))
+      .addHelpText('after', `
+With --admin the key is written into the database in <data_dir>/catalog of a stopped node: the
+directory the node runs with (svc node start --data-dir, SVC_DATA_DIR, or data_dir in the YAML file
+SVC_CONFIG names). A directory holding no database is refused unless --init. Exit 0: minted;
+2: nothing minted (the reason, and what to do, on standard error); 4: nothing minted, a running node
+holds the directory (as svc-node start exits 4 for it). A running node mints keys itself:
+  svc keys create --name ops --scopes admin --token <an admin key>`)
   }
   create.action(action(async (opts: KeyCreateOptions) => {
     if (opts.admin && options.admin) return options.admin(opts)
+    const offlineOnly = (['tenant', 'dataDir', 'init'] as const).filter((k) => opts[k] !== undefined)
+    if (offlineOnly.length > 0) {
+      const flags = offlineOnly.map((k) => (k === 'dataDir' ? '--data-dir' : `--${k}`)).join(', ')
+      throw new CliError(1006, 'VALIDATION_FAILED', `${flags} ${offlineOnly.length === 1 ? 'applies' : 'apply'} only with --admin (an administrator key minted offline into a stopped node's data directory)`)
+    }
     await createOnline(opts)
   }))
 

@@ -107,13 +107,21 @@ export function nodeToolCommands(): Command[] {
   const tools = () => import('./node-tools.js')
   const { action, withConnection } = connectionHelpers
   const backup = withConnection(new Command('backup'))
-    .description("stream a running node's database (one consistent snapshot) into FILE; needs an operator's key (an admin of the node's admin tenant)")
-    .requiredOption('--out <file>', 'the archive to write (refused if it exists)')
+    .description("stream a running node's database (one consistent snapshot) into the archive --out names: gzip-compressed JSON lines, checked whole before it is kept; needs an operator's key (an admin of the node's admin tenant)")
+    .requiredOption('--out <archive>', 'the archive to write, gzip-compressed JSON lines: name it .jsonl.gz (refused if it exists)')
     .option('--json', 'print the summary as JSON')
+    .addHelpText('after', `
+The archive is gzip-compressed JSON lines (zcat it to read it): a header line, one line per
+database record, a trailer with the record count and a SHA-256 of everything before it. It holds
+the node's database, not its identity (peer-key, cert/): keep those with its configuration.
+
+Example:
+  svc node backup --out backups/node-$(date +%F).jsonl.gz
+  svc node restore backups/node-2026-11-28.jsonl.gz --data-dir /var/lib/svc-node`)
     .action(action(async (opts: Parameters<Awaited<ReturnType<typeof tools>>['backupNode']>[0]) => (await tools()).backupNode(opts)))
   const restore = new Command('restore')
     .description("check a backup archive whole, then write it into a stopped node's data directory (refused if it holds a database, unless --force)")
-    .argument('<file>', 'the archive (svc node backup --out)')
+    .argument('<archive>', 'the archive svc node backup wrote (gzip-compressed JSON lines, .jsonl.gz)')
     .option('--data-dir <dir>', 'the data directory (default: the node configuration\'s data_dir)')
     .option('--force', 'replace a database already there (it is kept as catalog.replaced-<time>)')
     .option('--dry-run', 'only check the archive')

@@ -59,7 +59,7 @@ export interface BackupOptions extends ConnectionOptions {
 
 /** `svc node backup --out FILE`: streams a running node's backup into FILE, verified before it is kept. */
 export async function backupNode(opts: BackupOptions): Promise<void> {
-  if (!opts.out) throw cannot('--out FILE is required')
+  if (!opts.out) throw cannot('--out <archive> is required (a new file, e.g. node-backup.jsonl.gz)')
   const out = resolve(opts.out)
   if (existsSync(out)) throw cannot(`${out} exists: choose another file`)
   const s = resolveSettings(opts)
@@ -97,6 +97,7 @@ export async function backupNode(opts: BackupOptions): Promise<void> {
   if (opts.json) return say(JSON.stringify(summary))
   say(`backup of ${s.url}: ${summary.records} records, ${summary.bytes} bytes, taken ${summary.created_at} → ${out}`)
   say(`it holds the node's database (${verified.header.includes.join(', ')}); not ${verified.header.excludes.join(', ')}`)
+  say('the archive is gzip-compressed JSON lines; svc node restore reads it back')
 }
 
 // ---- restore -----------------------------------------------------------------------------------

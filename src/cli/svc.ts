@@ -6,6 +6,7 @@ import { rufidCommand } from './rufid-command.js'
 import { federationCommand } from './federation-command.js'
 import { receiptsCommand } from './receipts-command.js'
 import { VERSION } from '../daemon/version.js'
+import { exitQuietlyOnBrokenPipe } from './connection.js'
 
 /** `svc`: the command line for operators and developers. */
 // positional options: `svc functions resolve X --version v2` is the subcommand's option, not the root's
@@ -20,4 +21,6 @@ program.addCommand(keysCommand({ admin: async (opts) => (await import('./admin-k
 program.addCommand(federationCommand())
 program.addCommand(receiptsCommand())
 
+// `svc … | head`: a reader that stops early ends svc quietly, not with an EPIPE stack trace
+exitQuietlyOnBrokenPipe()
 await program.parseAsync(process.argv)

@@ -99,8 +99,8 @@ describe('svc functions / svc keys against a node', () => {
     const dataDir = tempDataDir()
     let node: DaemonProcess | undefined
     try {
-      const offline = await runSvc(['keys', 'create', '--admin', '--tenant', 'acme', '--name', 'first', '--data-dir', dataDir, '--json'])
-      expect(offline.stderr).toBe('')
+      const offline = await runSvc(['keys', 'create', '--admin', '--init', '--tenant', 'acme', '--name', 'first', '--data-dir', dataDir, '--json'])
+      expect(offline.stderr).toBe(`svc: created a new database in ${join(dataDir, 'catalog')} (--init)\n`)
       expect(offline.status).toBe(0)
       const minted = JSON.parse(offline.stdout) as { api_key: string; key_id: string; tenant_id: string; scopes: string[] }
       expect(minted).toMatchObject({ tenant_id: 'acme', scopes: ['admin'] })

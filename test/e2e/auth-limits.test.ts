@@ -39,7 +39,7 @@ describe('per-tenant rate limits and the audit log', () => {
     dataDir = tempDataDir()
     // admin keys minted offline cost no request, so every tenant starts with its whole budget
     for (const tenant of ['default', 'acme', 'initech', 'globex', 'umbrella']) {
-      const r = spawnSync(process.execPath, [SVC_BIN, 'keys', 'create', '--admin', '--tenant', tenant, '--json'], {
+      const r = spawnSync(process.execPath, [SVC_BIN, 'keys', 'create', '--admin', '--init', '--tenant', tenant, '--json'], {
         env: { ...process.env, SVC_DATA_DIR: dataDir }, encoding: 'utf8',
       })
       expect(r.status, r.stderr).toBe(0)

@@ -138,7 +138,7 @@ describe('standard mode: persistent keys, tenants, JWT, rate limits, audit', () 
     dataDir = tempDataDir()
     // the first admin keys of a data directory, from the command line while the node is stopped
     const mint = (tenant: string): string => {
-      const r = spawnSync(process.execPath, [SVC_BIN, 'keys', 'create', '--admin', '--tenant', tenant, '--json'], {
+      const r = spawnSync(process.execPath, [SVC_BIN, 'keys', 'create', '--admin', '--init', '--tenant', tenant, '--json'], {
         env: { ...process.env, SVC_DATA_DIR: dataDir }, encoding: 'utf8',
       })
       expect(r.status, r.stderr).toBe(0)

@@ -241,9 +241,9 @@ export async function federationMember(root: string, ca: { dir: string }, name: 
   return { name, dataDir, peerId: issued.peer_id, certFile: issued.cert_file }
 }
 
-/** An administrator key for `tenant`, minted into a stopped node's data directory (`svc keys create --admin`). */
+/** An administrator key for `tenant`, minted into a stopped node's data directory, its database created when missing (`svc keys create --admin --init`). */
 export async function mintAdminKeyOffline(dataDir: string, tenant: string): Promise<string> {
-  return (await svcJson<{ api_key: string }>(['keys', 'create', '--admin', '--tenant', tenant, '--json'], { SVC_DATA_DIR: dataDir })).api_key
+  return (await svcJson<{ api_key: string }>(['keys', 'create', '--admin', '--init', '--tenant', tenant, '--json'], { SVC_DATA_DIR: dataDir })).api_key
 }
 
 /** Writes a node config file (JSON is YAML) with its federation settings; returns its path. */

@@ -3,7 +3,7 @@
     from svc.receipt import verify_receipt, ReceiptError
     verified = verify_receipt(receipt, ca_cert_pem=open("ca.crt").read(), args={"a": 2, "b": 3}, result=5)
 
-Verification needs the ``cryptography`` package (Ed25519 and X.509): ``pip install svc[verify]``.
+Verification needs the ``cryptography`` package (Ed25519 and X.509): the ``verify`` extra of the svc-node-client distribution (``pip install "./clients/python[verify]"``).
 The digest helpers (``arguments_digest``, ``result_digest``, ``lockfile_digest``) need nothing.
 The daemon (``src/core/receipt.ts``) and the Go client implement the same checks; all three are
 checked against ``test/vectors/receipts-v1.json``.
@@ -160,7 +160,7 @@ def _crypto():
         from cryptography.hazmat.primitives import hashes
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     except ImportError as e:  # pragma: no cover - depends on the installation
-        raise ImportError("receipt verification needs the 'cryptography' package: pip install 'svc[verify]'") from e
+        raise ImportError("receipt verification needs the 'cryptography' package: pip install 'svc-node-client[verify]' (from a checkout: pip install './clients/python[verify]')") from e
     return x509, InvalidSignature, hashes, Ed25519PublicKey
 
 

@@ -1,7 +1,7 @@
 """The generated gRPC stubs ``svc.v1`` beside the REST client, against a live node's gRPC door.
 
 ``from svc.v1 import svc_protocol_pb2_grpc`` must work in the same environment as ``import svc``
-(the stubs live in the client package). Needs grpcio and protobuf (``pip install svc[grpc]``;
+(the stubs live in the client package). Needs grpcio and protobuf (the ``grpc`` extra of svc-node-client;
 scripts/setup.sh installs them) and the built daemon: without either these tests FAIL (never skip).
 """
 
@@ -26,7 +26,7 @@ except ImportError as e:  # pragma: no cover - a missing install is a failure, n
 @pytest.fixture(scope="module")
 def node(live_node):
     if grpc is None:
-        pytest.fail("grpcio/protobuf are not installed (pip install svc[grpc], or scripts/setup.sh): %s" % IMPORT_ERROR)
+        pytest.fail("grpcio/protobuf are not installed (pip install "./clients/python[grpc]", or scripts/setup.sh): %s" % IMPORT_ERROR)
     if not live_node.grpc_address:
         pytest.fail("the daemon reported no gRPC address:\n" + "".join(live_node.output))
     return live_node

@@ -2,7 +2,7 @@
 plus the JCS cases and the number formatting behind them.
 
 The file is found relative to this test unless SVC_RECEIPT_VECTORS names another one. Receipt
-verification needs the ``cryptography`` package (``pip install svc[verify]``; scripts/setup.sh
+verification needs the ``cryptography`` package (the ``verify`` extra of svc-node-client; scripts/setup.sh
 installs it): without it these tests fail rather than skip.
 """
 

@@ -2,11 +2,12 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
 import { SvcError, validationFailed } from '../../core/errors.js'
 import { LruCache } from '../lru.js'
+import { Mutex } from '../mutex.js'
 import { base62 } from '../../core/rufid.js'
 import { requirePermission } from '../authz.js'
 import type { Principal } from '../types.js'
 import { parseOrThrow } from '../validation.js'
-import { SCOPES } from './permissions.js'
+import { permissionsOf, SCOPES } from './permissions.js'
 
 /** What is kept of a key: never the key itself, only a hash of its secret part. */
 export interface ApiKeyRecord {
@@ -109,6 +110,8 @@ export class ApiKeyService {
   /** bumped by every write, so a read that overlapped a write (a revocation) is not cached */
   private writes = 0
   private readonly revocationListeners = new Set<(keyId: string) => void>()
+  /** revocations one at a time: two of them cannot both pass the last-admin-key rule on the same view */
+  private readonly revocations = new Mutex()
 
   constructor(private readonly init: ApiKeyServiceInit, private readonly storage: ApiKeyStorage) {}
 
@@ -161,15 +164,42 @@ export class ApiKeyService {
     return record
   }
 
+  /**
+   * Revokes a key of the caller's tenant (1002 when there is none of that id). The last active
+   * administrator key of a tenant is not revoked (1003, `details.reason` `last_admin_key`): with
+   * it gone, nobody holding a key could act as an admin there again, and only a stopped node lets
+   * an operator mint one (`svc keys create --admin`). The way to replace it is a rotation: mint
+   * the new admin key first, then revoke the old one. A key is active until it is revoked or its
+   * expiry has passed; an admin key of the tenant or of a tenant it is a namespace of (`acme` for
+   * `acme.team1`, see `narrow`) keeps the tenant reachable. A caller that did not authenticate with
+   * an API key (a JWT, a client certificate) keeps its own way in and may revoke the last one.
+   * Revocations run one at a time, so two revoking the last two admin keys cannot both succeed.
+   */
   async revoke(principal: Principal, keyId: unknown): Promise<ApiKeyRecord> {
     requirePermission(principal, 'rufid.admin')
-    const record = typeof keyId === 'string' ? await this.storage.get(keyId) : undefined
-    if (!record || record.tenant_id !== principal.tenant_id) {
-      throw new SvcError('RUFID_NOT_FOUND', `API key ${String(keyId)} does not exist`, { details: { key_id: keyId } })
+    return this.revocations.run(async () => {
+      const record = typeof keyId === 'string' ? await this.storage.get(keyId) : undefined
+      if (!record || record.tenant_id !== principal.tenant_id) {
+        throw new SvcError('RUFID_NOT_FOUND', `API key ${String(keyId)} does not exist`, { details: { key_id: keyId } })
+      }
+      const now = Date.now()
+      if (principal.method === 'api_key' && isActiveAdminKey(record, now) && !(await this.anotherAdminKeyReaches(record, now))) {
+        throw lastAdminKey(record)
+      }
+      const revoked = { ...record, revoked_at: record.revoked_at ?? new Date(now).toISOString() }
+      await this.put(revoked)
+      return revoked
+    })
+  }
+
+  /** Whether an active admin key other than `record` acts in `record`'s tenant (its own, or one its tenant is a namespace of). */
+  private async anotherAdminKeyReaches(record: ApiKeyRecord, now: number): Promise<boolean> {
+    const tenant = record.tenant_id
+    for (const other of await this.storage.list()) {
+      if (other.key_id === record.key_id || !isActiveAdminKey(other, now)) continue
+      if (other.tenant_id === tenant || tenant.startsWith(`${other.tenant_id}.`)) return true
     }
-    const revoked = { ...record, revoked_at: record.revoked_at ?? new Date().toISOString() }
-    await this.put(revoked)
-    return revoked
+    return false
   }
 
   /**
@@ -215,6 +245,24 @@ export class ApiKeyService {
   async count(): Promise<number> {
     return (await this.storage.list()).length
   }
+}
+
+/** A key that admits its holder as an administrator now: admin scope, not revoked, not past its expiry. */
+function isActiveAdminKey(record: ApiKeyRecord, now: number): boolean {
+  if (record.revoked_at !== undefined) return false
+  if (record.expires_at !== null && Date.parse(record.expires_at) <= now) return false
+  return permissionsOf({ scopes: record.scopes }).has('rufid.admin')
+}
+
+/** 1003: the revocation would leave the tenant without an administrator key (see ApiKeyService.revoke). */
+function lastAdminKey(record: ApiKeyRecord): SvcError {
+  return new SvcError(
+    'PERMISSION_DENIED',
+    `API key ${record.key_id} is the last active administrator key of tenant ${record.tenant_id}: revoked, it would lock the tenant's administrators out ` +
+      '(only a stopped node could then mint one, with svc keys create --admin). To replace it, rotate: mint the new administrator key first ' +
+      '(POST /api/v1/auth/v2/api-keys with scopes ["admin"], or svc keys create --name <name> --scopes admin), then revoke this one',
+    { details: { reason: 'last_admin_key', key_id: record.key_id, tenant_id: record.tenant_id } },
+  )
 }
 
 export function unauthenticated(message: string): SvcError {

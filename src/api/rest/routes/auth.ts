@@ -34,7 +34,7 @@ export function authRoutes(engine: Engine, init: { maxExpiresDays: number }): Re
 
     defineRoute({
       method: 'delete', path: '/api/v1/auth/v2/api-keys/:keyId', operation: 'auth.key_revoke',
-      summary: 'Revoke an API key (admin)',
+      summary: "Revoke an API key (admin); a tenant's last active admin key is refused (403, 1003 last_admin_key): mint its successor first",
       responses: { 200: keyRevocationSchema },
       errors: [...CALLER_ERRORS, 404],
       async handle(principal, ctx) {
