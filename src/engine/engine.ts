@@ -8,7 +8,7 @@ import { createLevelKeyStorage } from './auth/level-key-storage.js'
 import { createLocalAuthenticator } from './auth/local-authenticator.js'
 import type { EventBus } from './events.js'
 import { ExecutionService, type ExecutionServiceInit, type SandboxPort } from './executions/execution-service.js'
-import { nativeExecute, type NativeExecuteRequest, type NativeExecuteResult } from './executions/native-execution.js'
+import { nativeExecute, type NativeExecuteHooks, type NativeExecuteRequest, type NativeExecuteResult } from './executions/native-execution.js'
 import { RateLimits, type RateLimitsInit } from './limits/rate-limits.js'
 import { publishFunction } from './registry/publish.js'
 import { DEFAULT_MAX_INDEXED_FUNCTIONS, Marketplace, type MarketplaceInit } from './search/marketplace.js'
@@ -105,7 +105,7 @@ export interface Engine {
    */
   useReceiptSigner(signer: ReceiptSigner | undefined): void
   /** service-spec §4.3 native execution */
-  nativeExecute(principal: Principal, body: NativeExecuteRequest): Promise<NativeExecuteResult>
+  nativeExecute(principal: Principal, body: NativeExecuteRequest, hooks?: NativeExecuteHooks): Promise<NativeExecuteResult>
   /** `/v1` publish: base64 source and a runtime such as `node20` or `python3.11` */
   publish(principal: Principal, body: unknown): Promise<CreateResult>
   /**
@@ -205,8 +205,8 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     useReceiptSigner(signer) {
       receipts.use(signer)
     },
-    nativeExecute(principal, body) {
-      return nativeExecute(principal, body, { functions, executions })
+    nativeExecute(principal, body, hooks) {
+      return nativeExecute(principal, body, { functions, executions }, hooks)
     },
     publish(principal, body) {
       return publishFunction(functions, principal, body)
