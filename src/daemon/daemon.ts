@@ -18,6 +18,7 @@ import {
 import { announceAdminKey } from './admin-key.js'
 import { catalogLocation, prepareDataDirectory, StartupFailure } from './data-directory.js'
 import { startDaemonFederation, type DaemonFederation } from '../federation/daemon-wiring.js'
+import { nodeCapabilities } from '../federation/node.js'
 import { loadNodeReceiptSigner } from '../federation/receipt-signer.js'
 import type { SvcConfig } from './config.js'
 import { VERSION } from './version.js'
@@ -418,6 +419,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       }
       federation = await startDaemonFederation(config.federation, {
         engine, logger: logger.child({ component: 'federation' }), metrics: engine.metrics, dataDir: config.data_dir, endpoint: url, wheelDirs,
+        capabilities: nodeCapabilities({ sandboxWorkers: config.execution.workers, grpc: grpc !== undefined }),
       })
       federation?.federation.onReady((reason) => {
         if (draining) return
