@@ -770,6 +770,10 @@ type NodeInfo struct {
 	Federation struct {
 		Enabled bool `json:"enabled"`
 	} `json:"federation"`
+
+	// ProtocolVersion is the svc protocol version the node speaks (service-spec §9), e.g. "2.0.0";
+	// compare it with this client's ProtocolVersion.
+	ProtocolVersion string `json:"protocol_version"`
 }
 
 // Whoami is the answer to Whoami: the caller's credential and what it may do.

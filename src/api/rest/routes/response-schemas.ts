@@ -343,6 +343,7 @@ export const readinessSchema = z.object({ status: z.enum(['ready', 'starting', '
 export const nodeAboutSchema = z.object({
   name: z.literal('svc-node'),
   version: z.string(),
+  protocol_version: z.string().describe('the svc protocol version this node speaks (service-spec §9), apart from the package version'),
   status: readinessSchema.shape.status,
   ready: z.boolean(),
   started_at: time.nullable().describe('when the node started serving (null while starting)'),
