@@ -780,7 +780,7 @@ type NodeInfo struct {
 type Whoami struct {
 	TenantID    string   `json:"tenant_id"`
 	User        string   `json:"user"`
-	Method      string   `json:"method"` // api_key, jwt, mtls or none
+	Method      string   `json:"method"` // api_key, jwt, oauth, mtls or none
 	KeyID       *string  `json:"key_id"`
 	Permissions []string `json:"permissions"` // of rufid.create, rufid.read, rufid.execute, rufid.delete, rufid.admin
 	Admin       bool     `json:"admin"`

@@ -493,7 +493,7 @@ export interface NodeInfo {
 export interface Whoami {
   tenant_id: string
   user: string
-  /** `api_key`, `jwt`, `mtls` or `none` */
+  /** `api_key`, `jwt`, `oauth` (an introspected token), `mtls` or `none` */
   method: string
   key_id: string | null
   /** of `rufid.create`, `rufid.read`, `rufid.execute`, `rufid.delete`, `rufid.admin` */

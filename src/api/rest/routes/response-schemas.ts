@@ -375,7 +375,7 @@ export const nodeAboutSchema = z.object({
 export const whoamiSchema = z.object({
   tenant_id: z.string(),
   user: z.string(),
-  method: z.string().describe('how the caller authenticated: api_key, jwt, mtls, none'),
+  method: z.string().describe('how the caller authenticated: api_key, jwt, oauth (an introspected token), mtls, none'),
   key_id: z.string().nullable().describe('the API key id (null for other methods)'),
   permissions: z.array(z.enum(ALL_PERMISSIONS as readonly [Permission, ...Permission[]])),
   admin: z.boolean(),
