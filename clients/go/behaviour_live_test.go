@@ -163,7 +163,7 @@ var behaviourScenarios = map[string]func(t *testing.T, ctx context.Context, admi
 	},
 
 	"async_execution_logs": func(t *testing.T, ctx context.Context, admin *svc.Client) {
-		created := must(admin.Create(ctx, js("bhGreet", "name", "console.log('hello ' + name)\n  return 'hi ' + name")))(t)
+		created := must(admin.Create(ctx, js("bhGreet", "event", "console.log('hello ' + event.name)\n  return 'hi ' + event.name")))(t)
 		ref := must(admin.ExecuteAsync(ctx, created.RUFIDShort, map[string]any{"name": "ada"}))(t)
 		if !strings.HasPrefix(ref.ExecutionID, "ex_") || ref.RUFIDShort != created.RUFIDShort {
 			t.Fatalf("ref: %+v", ref)
@@ -392,7 +392,7 @@ var behaviourScenarios = map[string]func(t *testing.T, ctx context.Context, admi
 			t.Errorf("readiness: %+v", r)
 		}
 		about := must(admin.NodeInfo(ctx))(t)
-		if about.Name != "svc-node" || !about.Ready || about.Status != "ready" || about.AuthMode != "native" || about.Federation.Enabled {
+		if about.Name != "svc-node" || !about.Ready || about.Status != "ready" || about.AuthMode != "native" || about.Federation.Enabled || about.ProtocolVersion != svc.ProtocolVersion {
 			t.Errorf("node info: %+v", about)
 		}
 		me := must(admin.Whoami(ctx))(t)

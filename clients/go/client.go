@@ -29,6 +29,10 @@ import (
 // ClientVersion is the version of this client library (sent in User-Agent).
 const ClientVersion = "0.1.0"
 
+// ProtocolVersion is the svc protocol version this client speaks (service-spec §9); a node
+// states its own in NodeInfo.ProtocolVersion.
+const ProtocolVersion = "2.0.0"
+
 // Environment variables read by NewFromEnv.
 const (
 	EnvURL       = "SVC_URL"

@@ -770,13 +770,17 @@ type NodeInfo struct {
 	Federation struct {
 		Enabled bool `json:"enabled"`
 	} `json:"federation"`
+
+	// ProtocolVersion is the svc protocol version the node speaks (service-spec §9), e.g. "2.0.0";
+	// compare it with this client's ProtocolVersion.
+	ProtocolVersion string `json:"protocol_version"`
 }
 
 // Whoami is the answer to Whoami: the caller's credential and what it may do.
 type Whoami struct {
 	TenantID    string   `json:"tenant_id"`
 	User        string   `json:"user"`
-	Method      string   `json:"method"` // api_key, jwt, mtls or none
+	Method      string   `json:"method"` // api_key, jwt, oauth, mtls or none
 	KeyID       *string  `json:"key_id"`
 	Permissions []string `json:"permissions"` // of rufid.create, rufid.read, rufid.execute, rufid.delete, rufid.admin
 	Admin       bool     `json:"admin"`

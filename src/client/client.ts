@@ -21,6 +21,9 @@ import type {
 
 export const CLIENT_VERSION = '0.1.0'
 
+/** The svc protocol version this client speaks (service-spec §9); a node states its own in `nodeInfo().protocol_version`. */
+export { PROTOCOL_VERSION } from '../core/protocol-version.js'
+
 /** Used when neither `url` nor `SVC_URL` is given. */
 export const DEFAULT_URL = 'http://127.0.0.1:8080'
 

@@ -9,7 +9,7 @@
  *   that executes the function on the configured node.
  */
 export {
-  CLIENT_VERSION, DEFAULT_URL, SvcClient, parseRufid,
+  CLIENT_VERSION, DEFAULT_URL, PROTOCOL_VERSION, SvcClient, parseRufid,
   type RequestOptions, type SvcClientOptions, type SvcFunction, type WaitOptions,
 } from './client.js'
 export {

@@ -476,6 +476,8 @@ export interface Readiness {
 export interface NodeInfo {
   name: string
   version: string
+  /** the svc protocol version the node speaks (service-spec §9), e.g. `2.0.0`: compare with `PROTOCOL_VERSION` */
+  protocol_version: string
   status: 'ready' | 'starting' | 'draining'
   ready: boolean
   /** when the node started serving (null while starting) */
@@ -491,7 +493,7 @@ export interface NodeInfo {
 export interface Whoami {
   tenant_id: string
   user: string
-  /** `api_key`, `jwt`, `mtls` or `none` */
+  /** `api_key`, `jwt`, `oauth` (an introspected token), `mtls` or `none` */
   method: string
   key_id: string | null
   /** of `rufid.create`, `rufid.read`, `rufid.execute`, `rufid.delete`, `rufid.admin` */

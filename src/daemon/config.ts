@@ -105,6 +105,21 @@ export const configSchema = z.object({
       user_claim: z.string().min(1),
       clock_tolerance_s: z.number().int().min(0),
     }).strict(),
+    oauth_introspection: z.object({
+      enabled: z.boolean(),
+      endpoint: z.string().refine((s) => s === '' || /^https?:\/\/[^\s]+$/i.test(s), 'must be an http(s) URL'),
+      client_id: z.string(),
+      client_secret: z.string(),
+      client_secret_file: z.string(),
+      cache_ttl_s: z.number().int().min(0),
+      cache_max_entries: z.number().int().min(0),
+      timeout_ms: z.number().int().min(1),
+      tenant_claim: z.string().min(1),
+      roles_claim: z.string().min(1),
+      scope_claim: z.string().min(1),
+      user_claim: z.string().min(1),
+      clock_tolerance_s: z.number().int().min(0),
+    }).strict(),
     mtls: z.object({ enabled: z.boolean(), roles: z.array(role) }).strict(),
   }).strict(),
   rate_limits: z.object({ per_key: rule, per_tenant: rule, per_ip_unauthenticated: rule }).strict(),
@@ -311,6 +326,15 @@ function checkAuth(config: SvcConfig, env: NodeJS.ProcessEnv): void {
   if (jwt.enabled) {
     if (!jwt.jwks_url && !jwt.public_key_file) throw new ConfigError('auth.jwt needs jwks_url or public_key_file')
     if (!jwt.issuer || !jwt.audience) throw new ConfigError('auth.jwt needs issuer and audience')
+  }
+  const introspection = config.auth.oauth_introspection
+  if (introspection.endpoint) introspection.enabled = true
+  if (introspection.enabled) {
+    if (!introspection.endpoint) throw new ConfigError('auth.oauth_introspection needs endpoint')
+    if (!introspection.client_id) throw new ConfigError('auth.oauth_introspection needs client_id')
+    if (!introspection.client_secret === !introspection.client_secret_file) {
+      throw new ConfigError('auth.oauth_introspection needs one of client_secret and client_secret_file')
+    }
   }
   const tls = config.server.tls
   if (tls.enabled && (!tls.cert_file || !tls.key_file)) throw new ConfigError('server.tls needs cert_file and key_file')

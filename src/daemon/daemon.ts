@@ -18,6 +18,7 @@ import {
 import { announceAdminKey } from './admin-key.js'
 import { catalogLocation, prepareDataDirectory, StartupFailure } from './data-directory.js'
 import { startDaemonFederation, type DaemonFederation } from '../federation/daemon-wiring.js'
+import { nodeCapabilities } from '../federation/node.js'
 import { loadNodeReceiptSigner } from '../federation/receipt-signer.js'
 import type { SvcConfig } from './config.js'
 import { VERSION } from './version.js'
@@ -91,7 +92,7 @@ function wallFor(config: Readonly<SvcConfig>, env: NodeJS.ProcessEnv, wheelDirs:
   const { tls } = config.server
   const fed = config.federation
   const hiddenPaths = [
-    config.data_dir, tls.cert_file, tls.key_file, tls.client_ca_file, config.auth.jwt.public_key_file,
+    config.data_dir, tls.cert_file, tls.key_file, tls.client_ca_file, config.auth.jwt.public_key_file, config.auth.oauth_introspection.client_secret_file,
     fed.ca_file, fed.cert_file, fed.identity_file, env.SVC_CONFIG ?? '',
   ].filter((p) => p !== '').map((p) => resolve(p))
   // bound when the wall starts: the wheel cache must exist by then (wheels fetched later appear in it)
@@ -418,6 +419,7 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
       }
       federation = await startDaemonFederation(config.federation, {
         engine, logger: logger.child({ component: 'federation' }), metrics: engine.metrics, dataDir: config.data_dir, endpoint: url, wheelDirs,
+        capabilities: nodeCapabilities({ sandboxWorkers: config.execution.workers, grpc: grpc !== undefined }),
       })
       federation?.federation.onReady((reason) => {
         if (draining) return
@@ -470,6 +472,21 @@ function authInitOf(config: Readonly<SvcConfig>): EngineAuthInit {
           scopeClaim: a.jwt.scope_claim,
           userClaim: a.jwt.user_claim,
           clockToleranceSeconds: a.jwt.clock_tolerance_s,
+        }
+      : undefined,
+    oauthIntrospection: a.oauth_introspection.enabled
+      ? {
+          endpoint: a.oauth_introspection.endpoint,
+          clientId: a.oauth_introspection.client_id,
+          clientSecret: a.oauth_introspection.client_secret || readFileSync(a.oauth_introspection.client_secret_file, 'utf8').trim(),
+          cacheTtlMs: a.oauth_introspection.cache_ttl_s * 1000,
+          cacheMaxEntries: a.oauth_introspection.cache_max_entries,
+          timeoutMs: a.oauth_introspection.timeout_ms,
+          tenantClaim: a.oauth_introspection.tenant_claim,
+          rolesClaim: a.oauth_introspection.roles_claim,
+          scopeClaim: a.oauth_introspection.scope_claim,
+          userClaim: a.oauth_introspection.user_claim,
+          clockToleranceSeconds: a.oauth_introspection.clock_tolerance_s,
         }
       : undefined,
   }

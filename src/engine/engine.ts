@@ -4,11 +4,12 @@ import { ApiKeyService, createMemoryKeyStorage, type ApiKeyServiceInit } from '.
 import type { Authenticator } from './auth/authenticator.js'
 import { createCredentialAuthenticator, type CredentialAuthenticatorInit } from './auth/credential-authenticator.js'
 import { JwtVerifier, type JwtVerifierInit } from './auth/jwt-verifier.js'
+import { OAuthIntrospector, type OAuthIntrospectionInit } from './auth/oauth-introspection.js'
 import { createLevelKeyStorage } from './auth/level-key-storage.js'
 import { createLocalAuthenticator } from './auth/local-authenticator.js'
 import type { EventBus } from './events.js'
 import { ExecutionService, type ExecutionServiceInit, type SandboxPort } from './executions/execution-service.js'
-import { nativeExecute, type NativeExecuteRequest, type NativeExecuteResult } from './executions/native-execution.js'
+import { nativeExecute, type NativeExecuteHooks, type NativeExecuteRequest, type NativeExecuteResult } from './executions/native-execution.js'
 import { RateLimits, type RateLimitsInit } from './limits/rate-limits.js'
 import { publishFunction } from './registry/publish.js'
 import { DEFAULT_MAX_INDEXED_FUNCTIONS, Marketplace, type MarketplaceInit } from './search/marketplace.js'
@@ -37,7 +38,7 @@ import type { AccountStorage } from './storage/tenant-usage.js'
 export interface EngineAuthInit {
   /**
    * `none`: local mode, no credentials, tenant from X-Svc-Namespace;
-   * `standard`: API keys (persistent), JWT and mTLS as configured;
+   * `standard`: API keys (persistent), JWT, OAuth introspection and mTLS as configured;
    * `native`: the spec's test mode, API keys in memory.
    */
   mode: 'none' | 'standard' | 'native'
@@ -46,6 +47,8 @@ export interface EngineAuthInit {
   anonymous?: CredentialAuthenticatorInit['anonymous']
   mtls?: CredentialAuthenticatorInit['mtls']
   jwt?: JwtVerifierInit | undefined
+  /** OAuth 2.0 token introspection (RFC 7662) for opaque access tokens */
+  oauthIntrospection?: OAuthIntrospectionInit | undefined
 }
 
 export interface EngineInit {
@@ -105,7 +108,7 @@ export interface Engine {
    */
   useReceiptSigner(signer: ReceiptSigner | undefined): void
   /** service-spec §4.3 native execution */
-  nativeExecute(principal: Principal, body: NativeExecuteRequest): Promise<NativeExecuteResult>
+  nativeExecute(principal: Principal, body: NativeExecuteRequest, hooks?: NativeExecuteHooks): Promise<NativeExecuteResult>
   /** `/v1` publish: base64 source and a runtime such as `node20` or `python3.11` */
   publish(principal: Principal, body: unknown): Promise<CreateResult>
   /**
@@ -165,7 +168,11 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     ? createLocalAuthenticator({ defaultTenant: init.auth.defaultTenant })
     : createCredentialAuthenticator(
         { anonymous: init.auth.anonymous, mtls: init.auth.mtls },
-        { apiKeys: keys, jwt: init.auth.jwt ? new JwtVerifier(init.auth.jwt) : undefined },
+        {
+          apiKeys: keys,
+          jwt: init.auth.jwt ? new JwtVerifier(init.auth.jwt) : undefined,
+          introspection: init.auth.oauthIntrospection ? new OAuthIntrospector(init.auth.oauthIntrospection) : undefined,
+        },
       )
   // the admins of the node's admin tenant are its operators: they read every tenant's audit entries
   // audit entries ride in the execution records' batches when both are flushed as often
@@ -205,8 +212,8 @@ export function createEngine(init: EngineInit, components: EngineComponents): En
     useReceiptSigner(signer) {
       receipts.use(signer)
     },
-    nativeExecute(principal, body) {
-      return nativeExecute(principal, body, { functions, executions })
+    nativeExecute(principal, body, hooks) {
+      return nativeExecute(principal, body, { functions, executions }, hooks)
     },
     publish(principal, body) {
       return publishFunction(functions, principal, body)

@@ -12,7 +12,7 @@ export interface Principal {
   /** user identity recorded as author and in the audit log (an e-mail address in practice) */
   user: string
   permissions: ReadonlySet<Permission>
-  /** how the principal authenticated (`anonymous`, `api_key`, `jwt`, `mtls`, …) */
+  /** how the principal authenticated (`anonymous`, `api_key`, `jwt`, `oauth`, `mtls`, …) */
   method: string
   key_id?: string
   /**

@@ -6,7 +6,7 @@ import type { SvcMetrics } from '../engine/metrics.js'
 import { createFederation, DEFAULT_READY_TIMEOUT_MS, type Federation } from './federation.js'
 import { loadOrCreatePeerIdentity } from './identity.js'
 import type { FederationLogger } from './logger.js'
-import { DEFAULT_GOSSIP_MESH_DEGREE } from './node.js'
+import { DEFAULT_GOSSIP_MESH_DEGREE, type NodeRegistration } from './node.js'
 
 /** The `federation:` section of the node config (defaults in config/default.yaml). */
 export const federationConfigSchema = z.object({
@@ -98,6 +98,8 @@ export interface DaemonFederationComponents {
   dataDir: string
   /** this node's public REST endpoint (known after listen) */
   endpoint: string
+  /** what this node declares it can do (`nodeCapabilities` of its configuration) */
+  capabilities: NodeRegistration['capabilities']
   /** directories of the wheels this node serves to members (wheelhouse, fetched wheels) */
   wheelDirs?: string[]
 }
@@ -129,6 +131,7 @@ export async function startDaemonFederation(config: FederationConfig, components
     certPem: readFileSync(path(config.cert_file), 'utf8'),
     revoked: config.revoked,
     endpoint: components.endpoint,
+    capabilities: components.capabilities,
     registryPeers: config.registry_peers,
     syncIntervalMs: config.sync_interval_ms,
     syncIntervalMaxMs: config.sync_interval_max_ms,

@@ -17,6 +17,7 @@ import * as raw from 'multiformats/codecs/raw'
 import { create as createDigest } from 'multiformats/hashes/digest'
 import { sha256 } from 'multiformats/hashes/sha2'
 import type { MembershipRefusalReason } from '../engine/metrics.js'
+import { SANDBOX_LANGUAGES } from '../engine/sandbox/languages.js'
 import { CertificateVerifier } from './certificates.js'
 import { kadDhtBatchWriter, type KadDhtBatchWriter } from './kad-dht-internals.js'
 import { noopLogger, type FederationLogger } from './logger.js'
@@ -55,7 +56,12 @@ export interface FederationNodeInit {
   revoked?: string[]
   /** what this node tells others about itself (node_id and auth are filled in) */
   endpoint: string
-  capabilities?: Partial<NodeRegistration['capabilities']>
+  /**
+   * What this node can do (service-spec §2.7): the daemon declares `nodeCapabilities` of its
+   * configuration. Absent: no language and no protocol, one call at a time (how a member reads a
+   * registration that declares none).
+   */
+  capabilities?: NodeRegistration['capabilities']
   /** a peer has this long from its membership exchange's start to a verified certificate (default 5 s) */
   membershipTimeoutMs?: number
   /** how long a refused peer stays refused (default 30 s) */
@@ -186,11 +192,7 @@ export class FederationNode {
     this.self = {
       node_id: this.peerId,
       endpoint: init.endpoint,
-      capabilities: {
-        languages: init.capabilities?.languages ?? ['python', 'javascript', 'typescript'],
-        max_concurrent: init.capabilities?.max_concurrent ?? 4,
-        protocols: init.capabilities?.protocols ?? ['rest', 'grpc', 'graphql'],
-      },
+      capabilities: init.capabilities ?? { languages: [], max_concurrent: 1, protocols: [] },
       auth: { certificate: init.certPem, public_key: Buffer.from(init.privateKey.publicKey.toMultihash().bytes).toString('base64') },
     }
     // our own certificate must be one the federation accepts
@@ -769,6 +771,27 @@ export function fastMessageId(msg: { from?: Uint8Array; seqno?: Uint8Array; topi
     h.update(Buffer.from(Uint32Array.of(bytes.length).buffer)).update(bytes)
   }
   return h.digest('base64')
+}
+
+/** What decides a node's declared capabilities (service-spec §2.7), from its configuration. */
+export interface NodeCapabilitySettings {
+  /** sandbox worker processes (execution.workers): each runs one call at a time, the others wait in the queue */
+  sandboxWorkers: number
+  /** the doors the node serves besides REST and GraphQL, which it always serves */
+  grpc: boolean
+}
+
+/**
+ * The `capabilities` a node declares: the languages its sandbox runs (`SANDBOX_LANGUAGES`), the
+ * calls it runs at once (one per sandbox worker) and the doors it serves, among rest, grpc and
+ * graphql.
+ */
+export function nodeCapabilities(settings: NodeCapabilitySettings): NodeRegistration['capabilities'] {
+  return {
+    languages: [...SANDBOX_LANGUAGES],
+    max_concurrent: settings.sandboxWorkers,
+    protocols: settings.grpc ? ['rest', 'grpc', 'graphql'] : ['rest', 'graphql'],
+  }
 }
 
 function peerIdFromPublicKeyString(privateKey: PrivateKey): string {

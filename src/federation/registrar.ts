@@ -3,6 +3,7 @@ import type { CatalogReplica } from '../engine/replication/catalog-replica.js'
 import type { FederationMemberStatus, FederationNodeInfo } from '../engine/replication/federation-port.js'
 import { MembershipError, type CertificateVerifier } from './certificates.js'
 import { noopLogger, type FederationLogger } from './logger.js'
+import { checkRegistrationKey } from './registration-key.js'
 import { MemberStatusService } from './member-status.js'
 import type { FederationNode, NodeRegistration } from './node.js'
 
@@ -68,6 +69,7 @@ export class Registrar {
       const registration = payload as NodeRegistration
       try {
         verifier.verify(registration.auth.certificate, registration.node_id)
+        checkRegistrationKey(registration.auth.public_key, registration.auth.certificate, registration.node_id)
         this.heard(registration)
       } catch {
         // an invalid registration is not applied
@@ -114,7 +116,10 @@ export class Registrar {
     return this.memberStatusService.statuses()
   }
 
-  /** Checks a registration's certificate against its node_id, broadcasts it, returns the node list. */
+  /**
+   * Checks a registration's certificate against its node_id, and its public key (when given)
+   * against the certificate (registration-key.ts), broadcasts it, returns the node list.
+   */
   async register(raw: unknown): Promise<FederationNodeInfo[]> {
     const r = raw as Partial<NodeRegistration> | null
     if (r === null || typeof r !== 'object' || typeof r.node_id !== 'string' || typeof r.endpoint !== 'string' || typeof r.auth?.certificate !== 'string') {
@@ -126,6 +131,7 @@ export class Registrar {
       const failure = err instanceof MembershipError ? err.failure : 'malformed'
       throw new SvcError('PERMISSION_DENIED', `registration refused: ${(err as Error).message}`, { details: { failure } })
     }
+    checkRegistrationKey(r.auth.public_key, r.auth.certificate, r.node_id)
     const registration: NodeRegistration = {
       node_id: r.node_id, endpoint: r.endpoint,
       capabilities: { languages: r.capabilities?.languages ?? [], max_concurrent: r.capabilities?.max_concurrent ?? 1, protocols: r.capabilities?.protocols ?? [] },

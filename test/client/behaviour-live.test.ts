@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
-  ExecutionFailedError, FederationUnreachableError, InvalidRufidError, PermissionDeniedError, RufidNotFoundError, SvcClient,
+  ExecutionFailedError, FederationUnreachableError, InvalidRufidError, PermissionDeniedError, PROTOCOL_VERSION, RufidNotFoundError, SvcClient,
   ValidationFailedError, computeRufid, type SvcError,
 } from '../../src/client/index.js'
 import { removeDir, startDaemonProcess, type DaemonProcess } from '../fixtures/daemon-process.js'
@@ -116,7 +116,7 @@ const scenarios: Record<string, () => Promise<void>> = {
   },
 
   async async_execution_logs() {
-    const created = await admin.create(js('bhGreet', 'name', "console.log('hello ' + name)\n  return 'hi ' + name"))
+    const created = await admin.create(js('bhGreet', 'event', "console.log('hello ' + event.name)\n  return 'hi ' + event.name"))
     const ref = await admin.executeAsync(created.rufid_short, { name: 'ada' })
     expect(ref.execution_id).toMatch(/^ex_/)
     expect(ref.rufid_short).toBe(created.rufid_short)
@@ -250,7 +250,7 @@ const scenarios: Record<string, () => Promise<void>> = {
     expect((await admin.health()).status).toBe('ok')
     expect((await admin.readiness()).status).toBe('ready')
     const about = await admin.nodeInfo()
-    expect(about).toMatchObject({ name: 'svc-node', ready: true, status: 'ready', auth_mode: 'native', federation: { enabled: false } })
+    expect(about).toMatchObject({ name: 'svc-node', ready: true, status: 'ready', auth_mode: 'native', federation: { enabled: false }, protocol_version: PROTOCOL_VERSION })
     const me = await admin.whoami()
     expect(me).toMatchObject({ tenant_id: TENANT, admin: true })
     expect(me.permissions).toContain('rufid.admin')

@@ -33,7 +33,7 @@ describe('the doors take time linear in what a request carries (in process)', ()
   let server: http.Server
   let base: string
   let admin: string
-  let executeOnly: string
+  let readOnly: string
 
   beforeAll(async () => {
     // the engine of test/fixtures/engine.ts with the default registry.max_source_bytes, no sandbox
@@ -55,7 +55,8 @@ describe('the doors take time linear in what a request carries (in process)', ()
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     admin = (await engine.keys.mintFor('acme', 'test', { name: 'admin', scopes: ['admin'] })).api_key
-    executeOnly = (await engine.keys.mintFor('acme', 'test', { name: 'runner', scopes: ['functions:execute'] })).api_key
+    // a key that may execute may also register (decisions.md): one that may only read is refused first
+    readOnly = (await engine.keys.mintFor('acme', 'test', { name: 'reader', scopes: ['functions:read'] })).api_key
   })
   afterAll(async () => {
     server?.closeAllConnections()
@@ -112,11 +113,11 @@ describe('the doors take time linear in what a request carries (in process)', ()
     })
   })
 
-  it('native execute with a key that may only execute: refused before the source is read', async () => {
-    await expectLinear('POST /api/v1/execution/execute (functions:execute only): ruby blank run', BODY_LIMIT / 8, (size) => JSON.stringify({
+  it('native execute with a key that may not execute: refused before the source is read', async () => {
+    await expectLinear('POST /api/v1/execution/execute (functions:read only): ruby blank run', BODY_LIMIT / 8, (size) => JSON.stringify({
       rufid: 'rufid:AAAAAAAAAAAA', function_name: 'f', signature: '()', language: 'ruby', source_code: 'puts 1' + ' '.repeat(size - 200) + 'x',
     }), async (body) => {
-      expect((await post('/api/v1/execution/execute', body, executeOnly)).code).toBe(1003)
+      expect((await post('/api/v1/execution/execute', body, readOnly)).code).toBe(1003)
     })
   })
 

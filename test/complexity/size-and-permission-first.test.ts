@@ -46,6 +46,7 @@ describe('size and permission before hashing (issue 27)', () => {
   let base: string
   let admin: string
   let executeOnly: string
+  let readOnly: string
 
   beforeAll(async () => {
     engine = (await createTestEngine({ auth: { mode: 'standard' } })).engine
@@ -55,6 +56,7 @@ describe('size and permission before hashing (issue 27)', () => {
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     admin = (await engine.keys.mintFor('acme', 'test', { name: 'admin', scopes: ['admin'] })).api_key
     executeOnly = (await engine.keys.mintFor('acme', 'test', { name: 'runner', scopes: ['functions:execute'] })).api_key
+    readOnly = (await engine.keys.mintFor('acme', 'test', { name: 'reader', scopes: ['functions:read'] })).api_key
   })
   afterAll(async () => {
     await new Promise((resolve) => server?.close(resolve))
@@ -77,9 +79,15 @@ describe('size and permission before hashing (issue 27)', () => {
   const oversize = 'puts 1' + ' '.repeat(MAX_SOURCE_BYTES) + 'x'
   const unknownRufid = 'rufid:AAAAAAAAAAAA'
 
-  it('native execute: a key without rufid.create gets 403 for an over-size source, nothing hashed or derived', async () => {
-    const r = await post('/api/v1/execution/execute', executeOnly, { rufid: unknownRufid, function_name: 'f', source_code: oversize })
+  it('native execute: a key without rufid.execute gets 403 for an over-size source, nothing hashed or derived', async () => {
+    const r = await post('/api/v1/execution/execute', readOnly, { rufid: unknownRufid, function_name: 'f', source_code: oversize })
     expect(r).toMatchObject({ status: 403, code: 1003 })
+    expect(counts).toEqual({ computeRufid: 0, deriveSignature: 0 })
+  })
+
+  it('native execute: an execute-only key may register (decisions.md), and its over-size source is 1006 before it is hashed', async () => {
+    const r = await post('/api/v1/execution/execute', executeOnly, { rufid: unknownRufid, function_name: 'f', source_code: oversize })
+    expect(r).toMatchObject({ status: 400, code: 1006 })
     expect(counts).toEqual({ computeRufid: 0, deriveSignature: 0 })
   })
 

@@ -112,6 +112,44 @@ describe('native test mode (service-spec §4.3)', () => {
     expect(codeOf(bad.body)).toBe(1001)
   })
 
+  it('the spec\'s flow: a functions:execute key runs source not yet registered, audited as a create by that key', async () => {
+    const minted = await call(`${d.url}/api/v1/auth/v2/api-keys`, 'POST', { name: 'tester', scopes: ['functions:execute'], expires_days: 1 }, bearer(admin))
+    const reader = await call(`${d.url}/api/v1/auth/v2/api-keys`, 'POST', { name: 'reader', scopes: ['functions:read'], expires_days: 1 }, bearer(admin))
+    const key = minted.body.api_key as string
+    const def = { function_name: 'triple', signature: '(n)', language: 'javascript', source_code: 'function triple(n) { return 3 * n }' }
+    const id = computeRufid(def).rufid_short
+    const body = { rufid: `rufid:${id}`, function_name: 'triple', namespace: 'default', source_code: def.source_code, input_data: { n: 14 } }
+    // a key without rufid.execute registers nothing
+    const refused = await call(`${d.url}/api/v1/execution/execute`, 'POST', body, bearer(reader.body.api_key as string))
+    expect(refused.status).toBe(403)
+    expect((await call(`${d.url}/api/v1/functions/${id}`, 'GET', undefined, bearer(admin))).status).toBe(404)
+
+    const ok = await call(`${d.url}/api/v1/execution/execute`, 'POST', body, bearer(key))
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200)
+    expect(ok.body).toMatchObject({ result: 42, status: 'success', registered: true })
+    const stored = await call(`${d.url}/api/v1/functions/${id}`, 'GET', undefined, bearer(admin))
+    expect(stored.body).toMatchObject({ function_name: 'triple', version: 'v1' })
+    // a second call finds it: nothing registered again
+    const again = await call(`${d.url}/api/v1/execution/execute`, 'POST', body, bearer(key))
+    expect(again.body).toMatchObject({ result: 42, registered: false })
+
+    // a registration whose run then fails is still audited as the create it was
+    const boom = { function_name: 'boom', signature: '()', language: 'javascript', source_code: 'function boom() { throw new Error("no") }' }
+    const boomId = computeRufid(boom).rufid_short
+    const failed = await call(`${d.url}/api/v1/execution/execute`, 'POST', { rufid: `rufid:${boomId}`, function_name: 'boom', source_code: boom.source_code, input_data: {} }, bearer(key))
+    expect(failed.status).toBe(422)
+
+    type Entries = { items: Array<{ operation: string; rufid: string | null; key_id?: string; result: string; method?: string }> }
+    const creates = await call<Entries>(`${d.url}/api/v1/audit?operation=rufid.create&limit=1000`, 'GET', undefined, bearer(admin))
+    const byKey = creates.body.items.filter((e) => e.key_id === minted.body.key_id)
+    expect(byKey.map((e) => [e.rufid, e.result, e.method]).sort()).toEqual([
+      [`rufid:${boomId}:v1:default`, 'success', 'api_key'],
+      [`rufid:${id}:v1:default`, 'success', 'api_key'],
+    ])
+    const executes = await call<Entries>(`${d.url}/api/v1/audit?operation=rufid.execute&limit=1000`, 'GET', undefined, bearer(admin))
+    expect(executes.body.items.filter((e) => e.key_id === minted.body.key_id).map((e) => e.result).sort()).toEqual(['error', 'success', 'success'])
+  })
+
   it('answers 401 without credentials, with a malformed token and with an unknown key', async () => {
     for (const headers of [{}, { authorization: 'Basic abc' }, bearer('not-a-key'), bearer('svck_AAAAAAAAAAAAAAAA_' + 'B'.repeat(43))]) {
       const res = await call(`${d.url}/api/v1/functions`, 'GET', undefined, headers)

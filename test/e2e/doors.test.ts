@@ -90,6 +90,46 @@ describe('protocol doors of one daemon', () => {
     }
   })
 
+  it('every door names the protocol version 2.0.0 (service-spec §9), apart from the package version', async () => {
+    const info = await call(`${d.url}/api/v1/node/info`, 'GET')
+    expect(info.body).toMatchObject({ protocol_version: '2.0.0', version: expect.any(String) })
+    // every HTTP answer, a refusal and an unknown path included
+    for (const path of ['/api/v1/node/info', '/api/v1/functions/list', '/nowhere', '/graphql']) {
+      const res = await fetch(`${d.url}${path}`, { signal: AbortSignal.timeout(10_000) })
+      expect(res.headers.get('svc-protocol-version'), path).toBe('2.0.0')
+      await res.arrayBuffer()
+    }
+    const direct = await fetch(`${d.url}/api/v1/functions/${short}/execute`, {
+      method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"arguments":{"a":1,"b":2}}', signal: AbortSignal.timeout(10_000),
+    })
+    expect(direct.status).toBe(200)
+    expect(direct.headers.get('svc-protocol-version')).toBe('2.0.0')
+    const openapi = await call<{ info: Record<string, unknown> }>(`${d.url}/openapi.json`, 'GET')
+    expect(openapi.body.info).toMatchObject({ 'x-svc-protocol-version': '2.0.0', version: info.body.version })
+    // graphql-ws: the connection_ack payload
+    const acked = new Promise<unknown>((resolve, reject) => {
+      const gql = createClient({
+        url: wsUrl('/graphql'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${ADMIN}` }, retryAttempts: 0, lazy: false,
+        on: { connected: (_socket, payload) => { resolve(payload); void gql.dispose() }, error: reject },
+      })
+    })
+    expect(await withTimeout(acked)).toEqual({ protocol_version: '2.0.0' })
+    // gRPC: the response headers of a reply, the trailers of an answer that is only a status
+    const client = svcClient(d.grpcAddress!)
+    try {
+      const headers = new Promise<grpc.Metadata>((resolve, reject) => {
+        const c = client.ResolveRUFID({ rufid: short }, bearer(ADMIN), { deadline: Date.now() + 10_000 }, (err) => err && reject(err))
+        c.on('metadata', resolve)
+      })
+      expect((await headers).get('svc-protocol-version')).toEqual(['2.0.0'])
+      const denied = await executeFunction(client, { rufid: short, arguments_json: '[]' }).catch((e: grpc.ServiceError) => e)
+      expect((denied as grpc.ServiceError).code).toBe(grpc.status.UNAUTHENTICATED)
+      expect((denied as grpc.ServiceError).metadata.get('svc-protocol-version')).toEqual(['2.0.0'])
+    } finally {
+      client.close()
+    }
+  })
+
   it('refuses WebSocket upgrades on other paths', async () => {
     const socket = new WebSocket(wsUrl('/nowhere'), { headers: auth })
     const outcome = await new Promise<string>((resolve) => {
@@ -99,3 +139,11 @@ describe('protocol doors of one daemon', () => {
     expect(outcome).toBe('refused')
   })
 })
+
+/** `promise`, or a rejection after `ms` (every wait of this file is bounded). */
+function withTimeout<T>(promise: Promise<T>, ms = 10_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([promise, new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+  })]).finally(() => clearTimeout(timer))
+}

@@ -183,7 +183,7 @@ describe('REST answers match /openapi.json (a real daemon)', () => {
 
     // the /v1 group
     const published = await call('POST', '/v1/functions', '/v1/functions', {
-      body: { name: 'twice', runtime: 'node20', source: Buffer.from('function twice(x) {\n  return 2 * x\n}\n').toString('base64') },
+      body: { name: 'twice', runtime: 'node20', source: Buffer.from('function twice(input) {\n  return 2 * input.x\n}\n').toString('base64') },
     })
     expect(published.status).toBe(201)
     const started = await call('POST', '/v1/functions/{rufid}/executions', `/v1/functions/${published.body.rufid_short as string}/executions`, { body: { x: 21 } })

@@ -57,6 +57,21 @@ describe('/v1 group', () => {
     expect(badRuntime.status).toBe(400)
   })
 
+  it('passes the body to a one-parameter function as its input (handler(event) gets the whole object)', async () => {
+    const pub = await call(api('/v1/functions'), 'POST', {
+      name: 'handler', runtime: 'node20', source: b64('function handler(event) {\n  return { got: event, sum: event.x + event.y[0] }\n}\n'),
+    })
+    expect(pub.status).toBe(201)
+    const short = pub.body.rufid_short as string
+    const started = await call(api(`/v1/functions/${short}/executions`), 'POST', { x: 1, y: [2] })
+    expect(started.status).toBe(202)
+    expect(await waitFor(started.body.execution_id as string)).toMatchObject({ status: 'success', result: { got: { x: 1, y: [2] }, sum: 3 } })
+    // no body is no input: refused with 1006 before anything is queued
+    const res = await fetch(api(`/v1/functions/${short}/executions`), { method: 'POST' })
+    expect(res.status).toBe(400)
+    expect(((await res.json()) as { error: { code: number } }).error.code).toBe(1006)
+  })
+
   it('searches name, description, tags and signature with facets that match the catalog, per tenant', async () => {
     const defs = [
       { name: 'parseCsv', runtime: 'node20', tags: ['text', 'csv'], description: 'reads comma separated values' },

@@ -65,10 +65,14 @@ describe('a federated daemon\'s readiness, as its doors tell it', () => {
     const expected = await digestOf(a)
     const b = await prepareDaemon(fed, 'joiner')
     nodes.push(b)
-    await startFederatedDaemon(fed, b, a.p2p.slice(0, 1), { sync_interval_ms: 0 })
+    await startFederatedDaemon(fed, b, a.p2p.slice(0, 1), { sync_interval_ms: 0 }, { SVC_SANDBOX_WORKERS: '3' })
     // polled as a load balancer would: at the first 200 the node holds everything the member had
     await waitFor(async () => (await call(b, 'GET', '/readyz')).status === 200, 20_000, 25)
     expect(await digestOf(b)).toBe(expected)
     expect(await health(b)).toBe('SERVING')
+    // each declares the capabilities of its configuration (service-spec §2.7): one call per sandbox worker
+    const listed = (await call(a, 'GET', '/api/v1/federation/nodes')).body.nodes as Array<{ node_id: string; capabilities: unknown }>
+    expect(listed.find((n) => n.node_id === b.peerId)?.capabilities).toEqual({ languages: ['javascript', 'typescript', 'python'], max_concurrent: 3, protocols: ['rest', 'grpc', 'graphql'] })
+    expect(listed.find((n) => n.node_id === a.peerId)?.capabilities).toMatchObject({ max_concurrent: 1 })
   }, 60_000)
 })

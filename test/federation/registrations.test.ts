@@ -4,13 +4,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { issueNodeCertificate } from '../../src/federation/certificates.js'
 import { NODES_TOPIC } from '../../src/federation/federation.js'
-import { loopbackPair, newIdentity, stopMembers, testCa, waitFor, type LoopbackMember as Member } from './fixtures.js'
+import { loopbackPair, newIdentity, stopMembers, testCa, waitFor, type LoopbackMember as Member, type TestIdentity } from './fixtures.js'
 
 const TTL_MS = 1_500
 const MAX = 3
 
-async function outsider(): Promise<{ node_id: string; endpoint: string; capabilities: object; auth: { certificate: string; public_key: string } }> {
-  const identity = await newIdentity()
+async function outsider(identity?: TestIdentity): Promise<{ node_id: string; endpoint: string; capabilities: object; auth: { certificate: string; public_key: string } }> {
+  identity ??= await newIdentity()
   return {
     node_id: identity.peerId, endpoint: `http://127.0.0.1:9/${identity.peerId.slice(-6)}`,
     capabilities: { languages: ['javascript'], max_concurrent: 1, protocols: ['rest'] },
@@ -68,5 +68,24 @@ describe('registered nodes expire unless renewed, and are bounded in number', ()
     expect(published.length).toBeGreaterThanOrEqual(3)
     await new Promise((res) => setTimeout(res, TTL_MS + 300))
     expect(listed(a)).not.toContain(r.node_id)
+  })
+
+  it('a registration whose auth.public_key is not its certificate\'s is refused (1003) and not broadcast; its own key is accepted', async () => {
+    const identity = await newIdentity()
+    const other = await newIdentity()
+    const r = await outsider(identity)
+    const wrong = { ...r, auth: { ...r.auth, public_key: Buffer.from(other.privateKey.publicKey.toMultihash().bytes).toString('base64') } }
+    await expect(a.federation.register(wrong)).rejects.toMatchObject({ code: 1003, details: { failure: 'public_key_mismatch' } })
+    await expect(a.federation.register({ ...r, auth: { ...r.auth, public_key: 'not a key' } })).rejects.toMatchObject({ code: 1006 })
+    expect(listed(a)).not.toContain(r.node_id)
+    // a broadcast carrying a wrong key (from a registry that did not check) is not applied by B
+    // either: B hears the right registration published after it, and not the wrong one
+    const unchecked = await outsider()
+    await a.federation.node.publish(NODES_TOPIC, { ...unchecked, auth: { ...unchecked.auth, public_key: wrong.auth.public_key } })
+    const right = { ...r, auth: { ...r.auth, public_key: Buffer.from(identity.privateKey.publicKey.toMultihash().bytes).toString('base64') } }
+    await a.federation.register(right)
+    expect(listed(a)).toContain(r.node_id)
+    await waitFor(() => listed(b).includes(r.node_id), 10_000, 20)
+    expect(listed(b)).not.toContain(unchecked.node_id)
   })
 })

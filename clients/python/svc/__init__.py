@@ -8,6 +8,7 @@
 
 from .client import (
     DEFAULT_URL,
+    PROTOCOL_VERSION,
     Client,
     RemoteFunction,
     Response,
@@ -60,7 +61,7 @@ from .signature import derive_signature
 
 # `ConnectionError` is left out of __all__ so that `from svc import *` never shadows the builtin.
 __all__ = [
-    "DEFAULT_URL", "Client", "RemoteFunction", "Response", "WaitTimeoutError", "__version__",
+    "DEFAULT_URL", "PROTOCOL_VERSION", "Client", "RemoteFunction", "Response", "WaitTimeoutError", "__version__",
     "configure", "get_client",
     "SvcError", "InvalidRufidError", "RufidNotFoundError", "PermissionDeniedError",
     "ExecutionTimeoutError", "RateLimitedError", "ValidationFailedError", "ValidationError", "ExecutionFailedError",

@@ -28,6 +28,7 @@ from .rufid_algo import parse_rufid, parse_version_label
 
 __all__ = [
     "DEFAULT_URL",
+    "PROTOCOL_VERSION",
     "Client",
     "RemoteFunction",
     "Response",
@@ -37,6 +38,10 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+#: The svc protocol version this client speaks (service-spec §9); a node states its own in
+#: ``node_info()["protocol_version"]``.
+PROTOCOL_VERSION = "2.0.0"
 
 #: Used when neither ``url`` nor the environment variable ``SVC_URL`` is given.
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -563,8 +568,8 @@ class Client:
         return self.request("GET", "/readyz", ok_statuses=(503,))
 
     def node_info(self) -> Dict[str, Any]:
-        """GET /api/v1/node/info (no credentials needed) → ``{name, version, status, ready,
-        started_at, uptime_s, auth_mode, sandbox, federation}``."""
+        """GET /api/v1/node/info (no credentials needed) → ``{name, version, protocol_version,
+        status, ready, started_at, uptime_s, auth_mode, sandbox, federation}``."""
         return self.request("GET", "/api/v1/node/info")
 
     # ---- events -----------------------------------------------------------------------------

@@ -104,7 +104,7 @@ def publish(admin):
 
 
 def async_execution_logs(admin):
-    created = admin.create(**js("bhGreet", "name", "console.log('hello ' + name)\n  return 'hi ' + name"))
+    created = admin.create(**js("bhGreet", "event", "console.log('hello ' + event.name)\n  return 'hi ' + event.name"))
     ref = admin.execute_async(created["rufid_short"], {"name": "ada"})
     assert ref["execution_id"].startswith("ex_") and ref["rufid_short"] == created["rufid_short"]
     done = admin.wait_execution(ref["execution_id"], timeout=20)
@@ -232,6 +232,7 @@ def node_and_federation_reads(admin):
     about = admin.node_info()
     assert (about["name"], about["ready"], about["status"], about["auth_mode"], about["federation"]) == (
         "svc-node", True, "ready", "native", {"enabled": False})
+    assert about["protocol_version"] == svc.PROTOCOL_VERSION
     me = admin.whoami()
     assert (me["tenant_id"], me["admin"]) == (TENANT, True) and "rufid.admin" in me["permissions"]
     audit = admin.list_audit_entries(limit=5)

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream'
 import type { GraphQLError } from 'graphql/index.js'
 import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
+import { PROTOCOL_VERSION } from '../../core/protocol-version.js'
 import type { CredentialInput, Principal, StreamHold } from '../../engine/index.js'
 import { CONNECTION_ADDRESSES, type ClientAddresses } from '../client-address.js'
 import { httpCredentialsOf } from '../credentials.js'
@@ -88,7 +89,8 @@ export function attachGraphqlWs(server: HttpServer | HttpsServer, init: GraphqlI
           const lifetime = envelope.open(END, credentials.ip)
           lifetime.principal = principal
           ctx.extra.hold = envelope.hold(lifetime, (reason) => socket.close(GRAPHQL_WS_CREDENTIAL_ENDED, wsCloseReasonOf(reason)))
-          return true
+          // the connection_ack payload names the protocol version (service-spec §9)
+          return { protocol_version: PROTOCOL_VERSION }
         } catch (err) {
           const e = (await envelope.complete(call, err))!
           ctx.extra.socket.close(wsCloseCodeOf(e), wsCloseReasonOf(e))

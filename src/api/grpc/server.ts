@@ -4,6 +4,7 @@ import { ReflectionService } from '@grpc/reflection'
 import { HealthImplementation } from 'grpc-health-check'
 import type { Logger } from 'pino'
 import { SvcError } from '../../core/errors.js'
+import { PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER } from '../../core/protocol-version.js'
 import type { Engine } from '../../engine/index.js'
 import type { ClientAddresses } from '../client-address.js'
 import { loadProtos, SERVICE_NAME } from './proto.js'
@@ -77,6 +78,7 @@ export function createGrpcServer(init: GrpcServerInit, components: GrpcServerCom
           // dead peers (and their stream subscriptions) are noticed within a minute and a half
           'grpc.keepalive_time_ms': 60_000,
           'grpc.keepalive_timeout_ms': 20_000,
+          interceptors: [protocolVersionInterceptor],
         })
         s.addService(tolerantService(proto.svc.v1.SvcProtocolService.service), svcProtocolHandlers(door, streams))
         health.addToServer(s)
@@ -148,4 +150,26 @@ class OptionalClientCertificateCredentials extends grpc.ServerCredentials {
   _equals(other: grpc.ServerCredentials): boolean {
     return other === this
   }
+}
+
+/**
+ * Names the protocol version (service-spec §9) on every call, of every service: in the response
+ * headers (`svc-protocol-version: 2.0.0`, what a client reads with `call.on('metadata')` or
+ * grpcurl -v), or in the trailers of an answer that is only a status (an error before any reply).
+ */
+export const protocolVersionInterceptor: grpc.ServerInterceptor = (_method, call) => {
+  let headersSent = false
+  return new grpc.ServerInterceptingCall(call, new grpc.ResponderBuilder()
+    .withSendMetadata((metadata, next) => {
+      headersSent = true
+      metadata.set(PROTOCOL_VERSION_HEADER, PROTOCOL_VERSION)
+      next(metadata)
+    })
+    .withSendStatus((status, next) => {
+      if (headersSent) return next(status)
+      const metadata = status.metadata ?? new grpc.Metadata()
+      metadata.set(PROTOCOL_VERSION_HEADER, PROTOCOL_VERSION)
+      next({ ...status, metadata })
+    })
+    .build())
 }

@@ -2,6 +2,7 @@ import { Router } from '@koa/router'
 import Koa from 'koa'
 import type { Logger } from 'pino'
 import { SvcError, validationFailed } from '../../core/errors.js'
+import { PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER } from '../../core/protocol-version.js'
 import type { Engine } from '../../engine/index.js'
 import { CONNECTION_ADDRESSES, type ClientAddresses } from '../client-address.js'
 import { buildOpenApi, type OpenApiInit } from './openapi.js'
@@ -97,9 +98,10 @@ class RestApp extends Koa<RestState> {
   override callback(): ReturnType<Koa['callback']> {
     const koa = super.callback()
     const direct = this.direct
-    if (direct === undefined) return koa
     return (req, res) => {
-      if (!('stream' in req) && !('stream' in res) && direct.serve(req, res)) return Promise.resolve()
+      // every HTTP answer (REST, GraphQL, the console) names the protocol version (service-spec §9)
+      res.setHeader(PROTOCOL_VERSION_HEADER, PROTOCOL_VERSION)
+      if (direct !== undefined && !('stream' in req) && !('stream' in res) && direct.serve(req, res)) return Promise.resolve()
       return koa(req, res)
     }
   }

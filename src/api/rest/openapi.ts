@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import { z } from 'zod'
+import { PROTOCOL_VERSION } from '../../core/protocol-version.js'
 import { ALWAYS_ERRORS, type ResponseSpec, type RestRoute } from './operation.js'
 import { portablePattern } from './portable-pattern.js'
 import { errorBodySchema } from './routes/response-schemas.js'
@@ -269,6 +270,8 @@ export function buildOpenApi(init: OpenApiInit, routes: readonly RestRoute<never
     info: {
       title: 'svc-node',
       version: init.version,
+      // info.version is this document's (the package's); the protocol it describes (service-spec §9)
+      'x-svc-protocol-version': PROTOCOL_VERSION,
       description: 'Content-addressed functions: create, resolve and execute RUFIDs. Every body that names a function carries '
         + '`rufid_short` (the 12-character hash) and `full_rufid` (rufid:<hash>:v<n>:<tenant>); `rufid` keeps the form the '
         + `interface gives it in that body. Source code is at most ${init.maxSourceBytes} bytes; API keys expire within ${init.maxExpiresDays} days.`,

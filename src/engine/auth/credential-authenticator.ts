@@ -5,6 +5,7 @@ import type { ApiKeyService } from './api-keys.js'
 import { unauthenticated } from './api-keys.js'
 import type { Authenticator, CredentialInput } from './authenticator.js'
 import type { JwtVerifier } from './jwt-verifier.js'
+import type { OAuthIntrospector } from './oauth-introspection.js'
 import { permissionsOf, type Role } from './permissions.js'
 
 export interface CredentialAuthenticatorInit {
@@ -17,17 +18,30 @@ export interface CredentialAuthenticatorInit {
 export interface CredentialAuthenticatorComponents {
   apiKeys: ApiKeyService
   jwt?: JwtVerifier | undefined
+  /** OAuth 2.0 token introspection (RFC 7662) for bearer tokens that are neither API keys nor JWTs (when jwt is off, JWTs too) */
+  introspection?: OAuthIntrospector | undefined
 }
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/
 
+/** What every API key starts with (api-keys.ts): such a bearer token is never sent to an authorization server. */
+const API_KEY_PREFIX = 'svck_'
+/** api-keys.ts's refusal of a token no key has */
+const INVALID_API_KEY = 'invalid API key'
+
 /**
- * Bearer API keys, bearer JWTs (OAuth 2.0 access tokens included) and verified TLS client
- * certificates. The tenant comes from the credential (the gate applies `X-Svc-Namespace`).
+ * Bearer API keys, bearer JWTs (OAuth 2.0 access tokens in JWT form), opaque OAuth 2.0 access
+ * tokens checked by introspection, and verified TLS client certificates. The tenant comes from
+ * the credential (the gate applies `X-Svc-Namespace`).
+ *
+ * Which check a bearer token gets: `svck_…` is an API key; a JWT-shaped token is verified as a JWT
+ * when auth.jwt is on, else introspected when auth.oauth_introspection is on; any other token is an
+ * API key (an operator-chosen ADMIN_API_KEY has any form) and, when no key has it and
+ * introspection is on, an opaque OAuth token.
  */
 export function createCredentialAuthenticator(
   init: CredentialAuthenticatorInit,
-  { apiKeys, jwt }: CredentialAuthenticatorComponents,
+  { apiKeys, jwt, introspection }: CredentialAuthenticatorComponents,
 ): Authenticator {
   async function fromCredentials(input: CredentialInput): Promise<Principal> {
     const header = input.authorization
@@ -42,10 +56,18 @@ export function createCredentialAuthenticator(
     if (!m) throw unauthenticated('malformed Authorization header: expected "Bearer <token>"')
     const token = m[1]!
     if (JWT_SHAPE.test(token)) {
-      if (!jwt) throw unauthenticated('JWT bearer tokens are not accepted by this node')
-      return jwt.verify(token)
+      if (jwt) return jwt.verify(token)
+      if (introspection) return introspection.verify(token)
+      throw unauthenticated('JWT bearer tokens are not accepted by this node')
     }
-    const key = await apiKeys.verify(token)
+    const key = introspection !== undefined && !token.startsWith(API_KEY_PREFIX)
+      ? await apiKeys.verify(token).catch((err: unknown) => {
+          // no key has it: an opaque access token, for the authorization server to tell
+          if (err instanceof SvcError && err.message === INVALID_API_KEY) return undefined
+          throw err
+        })
+      : await apiKeys.verify(token)
+    if (key === undefined) return introspection!.verify(token)
     return {
       tenant_id: key.tenant_id,
       user: `key:${key.name}`,

@@ -30,7 +30,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1
  * UNAUTHENTICATED), `details.credential` `revoked` or `expired`, and a message naming the credential.
  */
 export function credentialEndedError(end: CredentialEnd, principal: Pick<Principal, 'method' | 'key_id'>): SvcError {
-  const what = principal.method === 'api_key' ? 'API key' : principal.method === 'jwt' ? 'token' : principal.method === 'mtls' ? 'client certificate' : 'credential'
+  const what = principal.method === 'api_key' ? 'API key' : principal.method === 'jwt' || principal.method === 'oauth' ? 'token' : principal.method === 'mtls' ? 'client certificate' : 'credential'
   return new SvcError('PERMISSION_DENIED', `${what} ${end}`, {
     reason: 'unauthenticated',
     details: { credential: end, ...(principal.key_id === undefined ? {} : { key_id: principal.key_id }) },

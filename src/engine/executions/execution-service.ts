@@ -12,6 +12,7 @@ import { sandboxFamilyOf } from '../sandbox/languages.js'
 import { failedOutcome } from '../sandbox/outcome.js'
 import type { WheelProvisioner } from './wheel-provisioner.js'
 import type { FederationPort } from '../replication/federation-port.js'
+import { argumentsOfInput } from './input-binding.js'
 import { argumentsDigestOrUndefined, ReceiptIssuer } from './receipt-issuer.js'
 import { RESULT_CACHE_DEFAULTS, ResultCache, ResultKeys, type CachedResult, type ResultCacheInit } from './result-cache.js'
 import { rootTenantOf, type ExecutionRecord, type ExecutionStatus, type FunctionStats, type FunctionVersion, type Principal } from '../types.js'
@@ -121,12 +122,15 @@ export class ExecutionService {
   /**
    * Starts an execution in the background (the `/v1` asynchronous path): resolves the function
    * (1001/1002/1003 are thrown here), stores a `queued` record and returns it; the record moves to
-   * `running` and then to its final status. Read it with `get`.
+   * `running` and then to its final status. Read it with `get`. `args` are named arguments or a
+   * positional array (as `execute` takes them); with `as: 'input'` they are the function's input,
+   * bound by its signature (`argumentsOfInput`: the `/v1` group's body).
    */
-  async submit(principal: Principal, target: FunctionTarget, args: unknown): Promise<ExecutionRecord> {
+  async submit(principal: Principal, target: FunctionTarget, args: unknown, options: { as?: 'arguments' | 'input' } = {}): Promise<ExecutionRecord> {
     requirePermission(principal, 'rufid.execute')
-    const normalizedArgs = normalizeArguments(args)
+    const named = options.as === 'input' ? undefined : normalizeArguments(args)
     const { fn } = await this.c.registry.resolve(principal, target, 'rufid.execute')
+    const normalizedArgs = named ?? argumentsOfInput(fn.signature, args)
     const queued = this.newRecord(principal, fn, timeOrderedId('ex_'), 'queued', new Date().toISOString())
     await this.c.store.putExecution(queued)
     const task = (async () => {

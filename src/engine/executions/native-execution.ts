@@ -1,5 +1,6 @@
 import { SvcError, invalidRufid, validationFailed } from '../../core/errors.js'
 import { computeRufid } from '../../core/rufid.js'
+import { requirePermission } from '../authz.js'
 import { deriveSignature } from '../../core/signature.js'
 import { FUNCTION_NAME } from '../registry/create-input.js'
 import type { FunctionRegistry } from '../registry/function-registry.js'
@@ -24,38 +25,50 @@ export interface NativeExecuteResult {
   total_time_ms: number
 }
 
+/** What a native execute tells its door as it goes (the door's envelope audits it). */
+export interface NativeExecuteHooks {
+  /** the call registered the function (a `rufid.create` by the caller), with its full RUFID; called before it runs */
+  registered?(rufid: string): void
+}
+
 /**
  * Native test-mode execution (decisions.md): run a known function; when the RUFID is unknown but
- * `source_code` is given and hashes to it, register it first (this needs rufid.create), then run
- * it. Source that hashes to another RUFID is 1001.
+ * `source_code` is given and hashes to it, register it first, then run it. Source that hashes to
+ * another RUFID is 1001. The registration is part of the execute: it needs rufid.execute, not
+ * rufid.create (the spec's flow mints `functions:execute` keys for this endpoint), and it is
+ * reported through `hooks.registered` so the door audits it as a create by the caller.
  *
  * Order (decisions.md: size and permission are checked before the source is hashed): the RUFID's
- * syntax, rufid.execute and the lookup; then, only for a registration, rufid.create (1003), the
- * source's size against registry.max_source_bytes and the function name's syntax (1006); only
- * then the signature is derived and the source hashed. Each step is linear in its input.
+ * syntax, rufid.execute and the lookup; then, only for a registration, the source's size against
+ * registry.max_source_bytes and the function name's syntax (1006); only then the signature is
+ * derived and the source hashed. Each step is linear in its input.
  */
 export async function nativeExecute(
   principal: Principal,
   body: NativeExecuteRequest,
   { functions, executions }: { functions: FunctionRegistry; executions: ExecutionService },
+  hooks: NativeExecuteHooks = {},
 ): Promise<NativeExecuteResult> {
   const started = performance.now()
   // §4.3 names the function `rufid:` plus its hash; the short and full forms work too
   const named = typeof body.rufid === 'string' && /^rufid:[A-Za-z0-9]{12}$/.test(body.rufid) ? body.rufid.slice(6) : body.rufid
   const target = functions.target(principal, named)
+  requirePermission(principal, 'rufid.execute')
   let registered = false
   try {
     await functions.resolve(principal, target, 'rufid.execute')
   } catch (err) {
     if (!(err instanceof SvcError) || err.code !== 1002 || typeof body.source_code !== 'string' || body.source_code === '') throw err
-    functions.admitSource(principal, body.source_code)
+    functions.admitSource(principal, body.source_code, '/source_code', 'rufid.execute')
     const definition = definitionOf(body)
     const computed = computeRufid(definition)
     if (computed.rufid_short !== target.short) {
       throw invalidRufid(body.rufid, `source_code hashes to ${computed.rufid_short}, not to`)
     }
-    await functions.create(principal, definition)
-    registered = true
+    const created = await functions.create(principal, definition, { permission: 'rufid.execute' })
+    // false when a concurrent call registered the same content first: nothing was created here
+    registered = created.created
+    if (registered) hooks.registered?.(created.rufid)
   }
   const record = await executions.execute(principal, target, body.input_data ?? {})
   return { record, registered, total_time_ms: performance.now() - started }

@@ -73,6 +73,12 @@ export interface OperationCall {
   /** the audit write of a completed call (undefined: not audited, or not completed yet) */
   written: Promise<void> | undefined
   completed: boolean
+  /**
+   * Operations the call performed as part of its own, each audited as an entry of its own under
+   * the same caller when the call completes (whatever its outcome: they happened), e.g. the
+   * registration a native execute makes (`rufid.create`). Undefined: none.
+   */
+  performed: Array<{ operation: string; rufid: string | null }> | undefined
 }
 
 /** How one door reads requests and names outcomes; given once when the door is built. */
@@ -223,7 +229,7 @@ export class OperationEnvelope<I> {
 
   /** Starts a call (the steps below are for doors whose operations outlive one request). */
   open(operation: OperationName, ip = ''): OperationCall {
-    return { operation, ip, startedAt: performance.now(), principal: undefined, rufid: null, status: undefined, written: undefined, completed: false }
+    return { operation, ip, startedAt: performance.now(), principal: undefined, rufid: null, status: undefined, written: undefined, completed: false, performed: undefined }
   }
 
   /** Credentials → Principal, rate limits charged (1003/1005). Completes nothing: the door does. */
@@ -272,6 +278,13 @@ export class OperationEnvelope<I> {
       call.written = this.gate
         .audit({ operation: name, principal: call.principal, ip: call.ip, rufid: call.rufid, startedAt: call.startedAt, error })
         .catch((err: unknown) => this.logger.error({ err, operation: name }, 'audit write failed'))
+      if (call.performed !== undefined) {
+        const own = call.written
+        const also = call.performed.map(({ operation, rufid }) => this.gate
+          .audit({ operation, principal: call.principal, ip: call.ip, rufid, startedAt: call.startedAt, error: undefined })
+          .catch((err: unknown) => this.logger.error({ err, operation }, 'audit write failed')))
+        call.written = Promise.all([own, ...also]).then(() => undefined)
+      }
     }
     return error === undefined ? undefined : publicErrorOf(error)
   }

@@ -10,7 +10,7 @@ import type { FunctionManifest } from '../manifests/types.js'
 import type { SvcMetrics } from '../metrics.js'
 import { Mutex } from '../mutex.js'
 import type { BranchMoveWrite, CatalogStore } from '../storage/catalog-store.js'
-import type { FunctionVersion, LedgerEntry, ManifestSnapshot, Page, Principal } from '../types.js'
+import type { FunctionVersion, LedgerEntry, ManifestSnapshot, Page, Permission, Principal } from '../types.js'
 import { parseOrThrow } from '../validation.js'
 import { createInputSchema, type CreateFunctionInput } from './create-input.js'
 import { importStatement } from './import-statement.js'
@@ -46,6 +46,11 @@ export interface CreateOptions {
    * the same atomic batch as the version; throwing stores nothing.
    */
   withinWrite?: (fn: FunctionVersion, ledger: LedgerEntry, created: boolean) => Promise<BranchMoveWrite | undefined>
+  /**
+   * The permission the create needs (default rufid.create). A native execute registers an unknown
+   * function whose source hashes to the RUFID it runs with rufid.execute (decisions.md).
+   */
+  permission?: Permission
 }
 
 /** A lineage (tenant, function_name) and its ledger entries, oldest first. */
@@ -131,11 +136,12 @@ export class FunctionRegistry {
   /**
    * What a create checks before any work that grows with the source (hashing, deriving a
    * signature, decoding), for the doors that do such work before calling `create` (native execute,
-   * `/v1` publish): 1003 without rufid.create, then 1006 when `source` is longer than
-   * registry.max_source_bytes (`pointer` names the field, as create's own check does).
+   * `/v1` publish): 1003 without `permission` (rufid.create unless the create is given another,
+   * see CreateOptions), then 1006 when `source` is longer than registry.max_source_bytes
+   * (`pointer` names the field, as create's own check does).
    */
-  admitSource(principal: Principal, source: string, pointer = '/source_code'): void {
-    requirePermission(principal, 'rufid.create')
+  admitSource(principal: Principal, source: string, pointer = '/source_code', permission: Permission = 'rufid.create'): void {
+    requirePermission(principal, permission)
     if (!fitsUtf8Bytes(source, this.maxSourceBytes)) {
       const message = `must be at most ${this.maxSourceBytes} bytes`
       throw validationFailed(`invalid function definition: ${pointer} ${message}`, [{ pointer, message }])
@@ -150,7 +156,7 @@ export class FunctionRegistry {
    * lockfile whose manifest_digest does not match is 1006/422. Nothing is stored on any failure.
    */
   async create(principal: Principal, raw: unknown, options: CreateOptions = {}): Promise<CreateResult> {
-    requirePermission(principal, 'rufid.create')
+    requirePermission(principal, options.permission ?? 'rufid.create')
     const input: CreateFunctionInput = parseOrThrow(this.createSchema, raw, 'function definition')
     const identity = computeRufid(input)
     const tenant = principal.tenant_id

@@ -3,6 +3,12 @@ import { languageFamily, type LanguageFamily } from '../../core/rufid.js'
 /** Language families the sandbox has a runtime for: js (isolated-vm) and python (Pyodide). */
 export const SANDBOX_FAMILIES: ReadonlySet<LanguageFamily> = new Set<LanguageFamily>(['js', 'python'])
 
+/**
+ * The language names the sandbox runs, one per language (what a node declares in its federation
+ * registration, service-spec §2.7): their aliases (`js`, `ts`, `py`, `python3.12`, …) run too.
+ */
+export const SANDBOX_LANGUAGES: readonly string[] = Object.freeze(['javascript', 'typescript', 'python'].filter((l) => SANDBOX_FAMILIES.has(languageFamily(l))))
+
 /** Versioned Python runtime names (`python3.12`, `py3.11`), which rufid-v1 §3 leaves to `plain`. */
 const VERSIONED_PYTHON = /^(?:python|py)3(?:\.\d+)*$/i
 

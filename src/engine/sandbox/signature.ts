@@ -8,6 +8,10 @@ export interface SignatureParam {
   destructured: boolean
   /** Has a default value or a `?` marker. */
   optional: boolean
+  /** Python: a `**name` parameter, which collects named arguments no other parameter takes. */
+  keywords?: true
+  /** Python: a parameter after a bare `*`, which can only be given by name. */
+  keywordOnly?: true
 }
 
 const IDENTIFIER = /^[\p{ID_Start}$_][\p{ID_Continue}$\u200C\u200D]*/u
@@ -31,9 +35,15 @@ export function parseSignature(signature: string): SignatureParam[] {
     return bare?.[1] ? [{ name: bare[1], rest: false, destructured: false, optional: false }] : []
   }
   const params: SignatureParam[] = []
+  let keywordOnly = false
   for (const segment of splitParamList(signature, open + 1)) {
+    // Python: the parameters after a bare `*` or a `*args` are keyword-only (a bare `*` is no parameter)
+    if (segment.head === '*') keywordOnly = true
     const param = toParam(segment, params.length)
-    if (param) params.push(param)
+    if (param === undefined) continue
+    if (keywordOnly && param.keywords === undefined) param.keywordOnly = true
+    if (param.rest) keywordOnly = true
+    params.push(param)
   }
   return params
 }
@@ -118,10 +128,12 @@ function toParam(segment: Segment, position: number): SignatureParam | undefined
   let head = segment.head.replace(MODIFIERS, '')
   if (head === '' || head === '*' || head === '/') return undefined
   let rest = false
+  let keywords = false
   if (head.startsWith('...')) {
     rest = true
     head = head.slice(3).trimStart()
   } else if (head.startsWith('**')) {
+    keywords = true
     head = head.slice(2)
   } else if (head.startsWith('*')) {
     rest = true
@@ -130,7 +142,9 @@ function toParam(segment: Segment, position: number): SignatureParam | undefined
   if (head === 'this' && !rest) return undefined
   const destructured = head.startsWith('{') || head.startsWith('[')
   const name = destructured ? undefined : IDENTIFIER.exec(head)?.[0]
-  return { name: name ?? `$${position}`, rest, destructured, optional: segment.optional }
+  const param: SignatureParam = { name: name ?? `$${position}`, rest, destructured, optional: segment.optional }
+  if (keywords) param.keywords = true
+  return param
 }
 
 /**

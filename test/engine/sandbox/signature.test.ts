@@ -39,6 +39,17 @@ describe('parseSignatureParams', () => {
     expect(parseSignatureParams('function f<T extends (a: number) => void>(this: Window, x: T, y)')).toEqual(['x', 'y'])
     expect(parseSignatureParams('(a /* b, c */, // d, e\n z)')).toEqual(['a', 'z'])
   })
+
+  it('marks a Python **kwargs and the keyword-only parameters after a bare * or *args', () => {
+    expect(parseSignature('(**fields)')).toEqual([{ name: 'fields', rest: false, destructured: false, optional: false, keywords: true }])
+    expect(parseSignature('(*, event)')).toEqual([{ name: 'event', rest: false, destructured: false, optional: false, keywordOnly: true }])
+    const mixed = parseSignature('(a, *args, b=1, **kw)')
+    expect(mixed.map((p) => [p.name, p.rest, p.keywordOnly ?? false, p.keywords ?? false])).toEqual([
+      ['a', false, false, false], ['args', true, false, false], ['b', false, true, false], ['kw', false, false, true],
+    ])
+    // JavaScript parameters are never keyword-only
+    expect(parseSignature('(a, ...xs)').some((p) => p.keywordOnly)).toBe(false)
+  })
 })
 
 describe('bindArguments', () => {

@@ -73,7 +73,8 @@ describe('hostile tenant: inputs that froze the node (real daemon process)', () 
       { id: 'js block comments', door: 'REST create', expect: [201], send: create('javascript', sources.jsBlockComments) },
       { id: 'js deep nesting', door: 'REST create', expect: [201], send: create('javascript', sources.jsNesting) },
       { id: 'go rune literals', door: 'REST create', expect: [201], send: create('go', sources.goRunes) },
-      { id: 'ruby blank run, execute-only key', door: 'native execute', expect: [403], send: nativeExecute(executeOnlyA, { signature: '()', language: 'ruby', source_code: sources.rubyBlankRun }) },
+      // an execute-only key may register a source (decisions.md): it is hashed (linear), and hashes to another RUFID
+      { id: 'ruby blank run, execute-only key', door: 'native execute', expect: [400], send: nativeExecute(executeOnlyA, { signature: '()', language: 'ruby', source_code: sources.rubyBlankRun }) },
       { id: 'blank lines, language guessed', door: 'native execute', expect: [400], send: nativeExecute(node.keyA, { source_code: sources.blankLinesNoLanguage }) },
       { id: 'ruby blank run', door: 'native execute', expect: [400], send: nativeExecute(node.keyA, { signature: '()', language: 'ruby', source_code: sources.rubyBlankRun }) },
       {

@@ -66,8 +66,11 @@ export function authRoutes(engine: Engine, init: { maxExpiresDays: number }): Re
         const namespace = bodyOf(ctx).namespace
         return typeof namespace === 'string' && namespace !== '' ? namespace : undefined
       },
-      async handle(principal, ctx) {
-        const { record, registered, total_time_ms } = await engine.nativeExecute(principal!, bodyOf(ctx))
+      async handle(principal, ctx, call) {
+        // a registration is part of the execute, audited as a create by the caller (decisions.md)
+        const { record, registered, total_time_ms } = await engine.nativeExecute(principal!, bodyOf(ctx), {
+          registered: (rufid) => (call.performed ??= []).push({ operation: 'rufid.create', rufid }),
+        })
         return {
           ...executionBody(record),
           rufid: record.rufid,

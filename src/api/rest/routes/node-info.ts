@@ -1,3 +1,4 @@
+import { PROTOCOL_VERSION } from '../../../core/protocol-version.js'
 import type { Engine } from '../../../engine/index.js'
 import type { MemoryBoundStatus, OsIsolationStatus } from '../../../engine/sandbox/index.js'
 import { defineRoute, type RestRoute } from '../operation.js'
@@ -18,7 +19,7 @@ export interface NodeInfoInit {
 }
 
 /**
- * `GET /api/v1/node/info`: version, uptime, readiness, how callers authenticate (the console reads
+ * `GET /api/v1/node/info`: version (the package's, and the protocol's: service-spec §9), uptime, readiness, how callers authenticate (the console reads
  * it to know whether to ask for a key), sandbox workers and whether the node is a federation
  * member. Public like /healthz and /readyz, and like them metered, not audited: it names no
  * tenant, key or function.
@@ -37,6 +38,7 @@ export function nodeInfoRoutes(engine: Engine, init: NodeInfoInit | undefined, c
         return {
           name: 'svc-node' as const,
           version: init?.version ?? '0.0.0',
+          protocol_version: PROTOCOL_VERSION,
           status,
           ready,
           started_at: lifecycle?.type === 'node.started' ? lifecycle.timestamp : null,

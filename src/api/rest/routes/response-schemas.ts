@@ -360,6 +360,7 @@ export const readinessSchema = z.object({ status: readinessStatusSchema }).meta(
 export const nodeAboutSchema = z.object({
   name: z.literal('svc-node'),
   version: z.string(),
+  protocol_version: z.string().describe('the svc protocol version this node speaks (service-spec §9), apart from the package version'),
   status: readinessStatusSchema,
   ready: z.boolean(),
   started_at: time.nullable().describe('when the node started serving (null while starting)'),
@@ -391,7 +392,7 @@ export const nodeAboutSchema = z.object({
 export const whoamiSchema = z.object({
   tenant_id: z.string(),
   user: z.string(),
-  method: z.string().describe('how the caller authenticated: api_key, jwt, mtls, none'),
+  method: z.string().describe('how the caller authenticated: api_key, jwt, oauth (an introspected token), mtls, none'),
   key_id: z.string().nullable().describe('the API key id (null for other methods)'),
   permissions: z.array(z.enum(ALL_PERMISSIONS as readonly [Permission, ...Permission[]]).meta({ id: 'Permission' })),
   admin: z.boolean(),

@@ -1,3 +1,4 @@
+import { validationFailed } from '../../../core/errors.js'
 import { publishInputSchema, type Engine } from '../../../engine/index.js'
 import { BODY_ERRORS, CALLER_ERRORS, defineRoute, rufidOfPath, FUNCTION_ERRORS, type RestRoute } from '../operation.js'
 import { metadataBody } from '../presenters.js'
@@ -25,7 +26,7 @@ export function v1Routes(engine: Engine): RestRoute<never, unknown>[] {
 
     defineRoute({
       method: 'post', path: '/v1/functions/:rufid/executions', operation: 'rufid.execute',
-      summary: 'Start an asynchronous execution; the body is the input (202, Location: the record)',
+      summary: 'Start an asynchronous execution; the body is the function\'s input (202, Location: the record)',
       request: {}, params: { rufid: rufidParamSchema },
       responses: { 202: executionAcceptedSchema },
       errors: [...CALLER_ERRORS, ...BODY_ERRORS, ...FUNCTION_ERRORS],
@@ -33,7 +34,13 @@ export function v1Routes(engine: Engine): RestRoute<never, unknown>[] {
       async handle(principal, ctx) {
         const target = engine.functions.target(principal!, ctx.params.rufid)
         const input = (ctx.request as { body?: unknown }).body
-        const record = await engine.executions.submit(principal!, target, input)
+        // the body is the function's input (any JSON document; `{}` for a function without parameters)
+        if (input === '' || input === undefined) {
+          throw validationFailed("the body is the function's input: a JSON document ({} for a function without parameters)", [
+            { pointer: '', message: 'required' },
+          ])
+        }
+        const record = await engine.executions.submit(principal!, target, input, { as: 'input' })
         ctx.status = 202
         ctx.set('Location', `/v1/executions/${record.execution_id}`)
         return { execution_id: record.execution_id, rufid_short: record.rufid_short, full_rufid: record.rufid, status: record.status }
