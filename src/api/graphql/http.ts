@@ -90,7 +90,12 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
         method: ctx.method,
         query: ctx.query,
       }
+      const blank = blankParameterOf(ctx.query)
+      if (blank !== undefined) return await refuse(blank, undefined)
       const params = getGraphQLParameters(request)
+      if (typeof params.query !== 'string' || !NOT_BLANK.test(params.query)) {
+        return await refuse(validationFailed('a GraphQL request needs a query string', [{ pointer: '/query', message: 'must be a non-blank string' }]), undefined)
+      }
 
       let parsed: ParsedOperation | undefined
       let malformed: SvcError | undefined
@@ -183,6 +188,26 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
       for (const end of [...streams]) end()
     },
   })
+}
+
+/** A value with something in it: not empty, not only ASCII whitespace (the REST door's rule for query values). */
+const NOT_BLANK = /[^\t\n\v\f\r ]/
+const QUERY_PARAMETERS = ['query', 'variables', 'operationName'] as const
+
+/**
+ * 1006 for a GraphQL parameter of the query string that is empty, blank or given twice (`?query=`,
+ * `?operationName=%20`): never read as absent, as on every route of the node.
+ */
+function blankParameterOf(query: Record<string, string | string[] | undefined>): SvcError | undefined {
+  for (const name of QUERY_PARAMETERS) {
+    const value = query[name]
+    if (value === undefined) continue
+    if (Array.isArray(value)) return validationFailed(`query parameter ${name} is given ${value.length} times; give it once`, [{ pointer: `/${name}`, message: 'given more than once' }])
+    if (!NOT_BLANK.test(value)) {
+      return validationFailed(`query parameter ${name} is ${value === '' ? 'empty' : 'blank'}: give a value, or leave the parameter out`, [{ pointer: `/${name}`, message: 'empty or blank' }])
+    }
+  }
+  return undefined
 }
 
 /** Admission of a request is not an operation itself (its fields are): never completed. */
