@@ -169,12 +169,13 @@ class Client:
         return h
 
     def url_of(self, path: str, query: Optional[Mapping[str, Any]] = None) -> str:
-        """The absolute URL of ``path`` (with ``query`` encoded; None values left out)."""
+        """The absolute URL of ``path`` (with ``query`` encoded; None and empty values left out)."""
         if not path.startswith("/"):
             path = "/" + path
         url = self.url + path
         if query:
-            items = [(k, _query_value(v)) for k, v in query.items() if v is not None]
+            # an empty value is refused by the node (never read as "absent"): left out like None
+            items = [(k, _query_value(v)) for k, v in query.items() if v is not None and _query_value(v).strip() != ""]
             if items:
                 url += "?" + urllib.parse.urlencode(items)
         return url
@@ -739,8 +740,9 @@ def _tags(tags: Optional[Iterable[str]]) -> Optional[str]:
     if tags is None:
         return None
     if isinstance(tags, str):
-        return tags
-    return ",".join(tags)
+        tags = tags.split(",")
+    # blank items are refused by the node: left out
+    return ",".join(t for t in tags if t.strip() != "")
 
 
 def _query_value(value: Any) -> str:
