@@ -69,6 +69,7 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
       if (first.reason === 'unauthenticated') ctx.set('WWW-Authenticate', 'Bearer')
       if (first.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(Math.ceil(first.retryAfterSeconds)))
       ctx.body = { errors: list.map(formatError) }
+      ctx.type = responseTypeOf(ctx)
     }
 
     try {
@@ -76,6 +77,13 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
         ctx.set('Allow', 'GET, POST')
         await refuse(validationFailed('GraphQL is served over GET and POST'), undefined)
         ctx.status = 405
+        return
+      }
+      const contentType = ctx.get('content-type')
+      if (ctx.method === 'POST' && contentType !== '' && !JSON_REQUEST.test(contentType)) {
+        // GraphQL over HTTP: a POST body is application/json; any other type is not read as JSON
+        await refuse(validationFailed(`GraphQL over POST reads application/json, not ${contentType.split(';')[0]!.trim()}`, [{ pointer: '', message: 'unsupported media type' }]), undefined)
+        ctx.status = 415
         return
       }
       let body: unknown
@@ -158,8 +166,8 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
           return await refuse(errors, parsed, principal)
         }
         ctx.status = result.status
-        ctx.type = 'application/json'
         ctx.body = formatResult(result.payload)
+        ctx.type = responseTypeOf(ctx)
         return
       }
       if (result.type === 'PUSH') {
@@ -180,6 +188,7 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
       const e = door.envelope.finish(door.envelope.open(FAILED, ip), err)!
       ctx.status = httpStatusOf(e)
       ctx.body = { errors: [formatError(graphqlErrorOf(e))] }
+      ctx.type = responseTypeOf(ctx)
     }
   }
 
@@ -188,6 +197,23 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
       for (const end of [...streams]) end()
     },
   })
+}
+
+/** The request media type of a GraphQL POST: application/json (parameters such as charset allowed). */
+const JSON_REQUEST = /^application\/json\s*(;|$)/i
+/** GraphQL over HTTP's own response media type (with it, a request error is never 200). */
+export const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json'
+
+/**
+ * The media type of a GraphQL answer: `application/graphql-response+json` when the request's
+ * Accept prefers it to `application/json` (GraphQL over HTTP), else `application/json` (no
+ * Accept, `*\/*`, or a legacy client). The statuses follow that media type's rules either way:
+ * a document that does not parse or validate, or a request no field ran for, is 4xx; a result
+ * with `data` is 200.
+ */
+function responseTypeOf(ctx: Koa.Context): string {
+  if (ctx.get('accept') === '') return 'application/json'
+  return ctx.accepts('application/json', GRAPHQL_RESPONSE_TYPE) === GRAPHQL_RESPONSE_TYPE ? `${GRAPHQL_RESPONSE_TYPE}; charset=utf-8` : 'application/json'
 }
 
 /** A value with something in it: not empty, not only ASCII whitespace (the REST door's rule for query values). */

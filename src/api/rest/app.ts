@@ -4,7 +4,7 @@ import type { Logger } from 'pino'
 import { SvcError, validationFailed } from '../../core/errors.js'
 import type { Engine } from '../../engine/index.js'
 import { CONNECTION_ADDRESSES, type ClientAddresses } from '../client-address.js'
-import { buildOpenApi, type OpenApiInit } from './openapi.js'
+import { buildOpenApi, EVENT_SOCKET_PATH, type OpenApiInit } from './openapi.js'
 import { createRestEnvelope, registerRoutes, sendError, type RestContext, type RestRoute, type RestState } from './operation.js'
 import { authRoutes } from './routes/auth.js'
 import { branchRoutes } from './routes/branches.js'
@@ -133,9 +133,21 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
     const state = ctx.state as Partial<RestState>
     const routed = state.route !== undefined || state.served === true
     if (routed || ctx.body !== undefined || ctx.respond === false) return
-    // no route took the request: 404, or 405 when the path exists with other methods
-    const status = ctx.status === 405 || ctx.status === 501 ? ctx.status : 404
-    const err = status === 404 ? validationFailed(`no route ${ctx.method} ${ctx.path}`) : validationFailed(`${ctx.method} is not allowed on ${ctx.path}`)
+    // no route took the request: 404, or 405 with `Allow` when the path exists with other methods
+    // (a method the router does not know at all, TRACE or QUERY, too: the router says 501); the
+    // WebSocket upgrade path asked without an upgrade is 426 with `Upgrade: websocket`
+    let status = ctx.status === 405 || (ctx.status === 501 && ctx.response.get('Allow') !== '') ? 405 : 404
+    if (status === 404 && ctx.path === EVENT_SOCKET_PATH) {
+      status = ctx.method === 'GET' || ctx.method === 'HEAD' ? 426 : 405
+      if (status === 426) ctx.set('Upgrade', 'websocket')
+      else ctx.set('Allow', 'GET')
+    }
+    if (status === 404) ctx.remove('Allow')
+    const err = status === 404
+      ? validationFailed(`no route ${ctx.method} ${ctx.path}`)
+      : status === 426
+        ? validationFailed(`${ctx.path} is a WebSocket: upgrade the connection (Connection: Upgrade, Upgrade: websocket)`)
+        : validationFailed(`${ctx.method} is not allowed on ${ctx.path} (allowed: ${ctx.response.get('Allow')})`)
     const call = envelope.open(UNROUTED, ctx.ip)
     call.status = String(status)
     sendError(ctx as unknown as RestContext, envelope.finish(call, err) as SvcError)

@@ -56,7 +56,9 @@ const ERROR_MEANINGS: Record<number, string> = {
   408: 'execution timeout (1004)',
   409: 'RUFID collision (1008) or the losing side of a catalog conflict (2002)',
   413: 'body over the size limit (1006)',
+  415: 'unsupported media type (1006): send application/json',
   422: 'invalid manifest or lockfile (1006), or the function failed (1007)',
+  426: 'upgrade required (1006): a WebSocket path asked without Upgrade: websocket',
   429: 'rate limited (1005); see Retry-After',
   500: 'internal error (1009; no details)',
   502: 'federation unreachable (2001)',
@@ -65,6 +67,8 @@ const ERROR_MEANINGS: Record<number, string> = {
 
 const HEADERS: Record<number, JsonSchema> = {
   401: { 'WWW-Authenticate': { description: 'Bearer', schema: { type: 'string' } } },
+  405: { Allow: { description: 'the methods the path takes', schema: { type: 'string' } } },
+  426: { Upgrade: { description: 'websocket', schema: { type: 'string' } } },
   429: { 'Retry-After': { description: 'seconds before a retry may succeed', schema: { type: 'integer' } } },
   503: { 'Retry-After': { description: 'seconds before a retry may succeed', schema: { type: 'integer' } } },
 }
@@ -129,7 +133,7 @@ function operationOf(route: RestRoute<never, unknown>): JsonSchema {
 
 // GraphQL over HTTP and the /ws upgrade are mounted beside the router: described here by hand.
 const graphqlRequest = z.object({
-  query: z.string(),
+  query: z.string().min(1).regex(/[^\t\n\v\f\r ]/).describe('the GraphQL document (not empty or blank)'),
   variables: z.record(z.string(), z.unknown()).nullable().optional(),
   operationName: z.string().nullable().optional(),
 })
@@ -143,14 +147,17 @@ const graphqlResponse = z.object({
   })).optional(),
 })
 /** Statuses a refused GraphQL request answers, with a GraphQL-shaped body (`errors`). */
-const GRAPHQL_ERRORS = [400, 401, 403, 405, 406, 413, 429, 500, 503]
+const GRAPHQL_ERRORS = [400, 401, 403, 405, 406, 413, 415, 429, 500, 503]
 
 function graphqlOperations(): JsonSchema {
   const responses = (): JsonSchema => ({
-    200: { description: 'the result (field errors beside data)', content: { 'application/json': { schema: jsonSchemaOf(graphqlResponse) } } },
+    200: {
+      description: 'the result (field errors beside data); application/graphql-response+json when Accept prefers it',
+      content: { 'application/json': { schema: jsonSchemaOf(graphqlResponse) }, 'application/graphql-response+json': { schema: jsonSchemaOf(graphqlResponse) } },
+    },
     ...errorResponses(GRAPHQL_ERRORS, jsonSchemaOf(graphqlResponse)),
   })
-  const queryParams = ['query', 'variables', 'operationName'].map((name) => ({ name, in: 'query', required: name === 'query', schema: { type: 'string' } }))
+  const queryParams = ['query', 'variables', 'operationName'].map((name) => ({ name, in: 'query', required: name === 'query', schema: NON_BLANK_TEXT }))
   return {
     get: {
       operationId: 'getGraphql',
@@ -167,14 +174,17 @@ function graphqlOperations(): JsonSchema {
   }
 }
 
+/** A query value with something in it (empty and blank ones are refused, as on every route). */
+const NON_BLANK_TEXT = { type: 'string', minLength: 1, pattern: '[^\\t\\n\\v\\f\\r ]' }
+
 function eventSocketOperations(): JsonSchema {
   return {
     get: {
       operationId: 'getWs',
       summary: 'WebSocket upgrade: execution and system events (JSON frames subscribe/unsubscribe/ping; credentials in Authorization, the subprotocol svc.bearer.<base64url token> offered with svc.events, or ?token=)',
       parameters: [
-        { name: 'token', in: 'query', required: false, description: 'the bearer token, for clients that cannot set headers', schema: { type: 'string' } },
-        { name: 'namespace', in: 'query', required: false, schema: { type: 'string' } },
+        { name: 'token', in: 'query', required: false, description: 'the bearer token, for clients that cannot set headers', schema: NON_BLANK_TEXT },
+        { name: 'namespace', in: 'query', required: false, schema: NON_BLANK_TEXT },
         {
           name: 'Sec-WebSocket-Protocol', in: 'header', required: false, schema: { type: 'string' },
           description: 'svc.events (selected when offered) and, for browsers, svc.bearer.<base64url token> (read as the bearer token, never echoed)',
@@ -182,11 +192,17 @@ function eventSocketOperations(): JsonSchema {
       ],
       responses: {
         101: { description: 'switching protocols' },
-        ...errorResponses([400, 401, 403, 429, 500, 503], jsonSchemaOf(errorBodySchema)),
+        ...errorResponses([400, 401, 403, 426, 429, 500, 503], jsonSchemaOf(errorBodySchema)),
       },
     },
   }
 }
+
+/**
+ * The path of the `/ws` event socket, upgraded beside the router (api/ws): documented here, and
+ * answered 426 by the REST door when asked without an upgrade.
+ */
+export const EVENT_SOCKET_PATH = '/ws'
 
 /**
  * The OpenAPI 3.1 description of everything this node answers over HTTP, generated from the REST
@@ -201,7 +217,7 @@ export function buildOpenApi(init: OpenApiInit, routes: readonly RestRoute<never
     paths[path][route.method] = operationOf(route)
   }
   paths['/graphql'] = graphqlOperations()
-  paths['/ws'] = eventSocketOperations()
+  paths[EVENT_SOCKET_PATH] = eventSocketOperations()
   const document = {
     openapi: '3.1.0',
     info: {
