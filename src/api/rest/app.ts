@@ -72,7 +72,7 @@ export function restRoutes(init: RestApiInit, components: RestApiComponents, ope
     ...branchRoutes(engine, { maxSourceBytes: o.maxSourceBytes }),
     ...functionRoutes(engine, { maxSourceBytes: o.maxSourceBytes }),
     ...executionRoutes(engine),
-    ...authRoutes(engine, { maxExpiresDays: o.maxExpiresDays }),
+    ...authRoutes(engine, { maxExpiresDays: o.maxExpiresDays, defaultExpiresDays: o.defaultExpiresDays === undefined ? 90 : o.defaultExpiresDays }),
     ...v1Routes(engine),
     ...federationRoutes(engine),
     // the reads the operator console stands on (clients use them too)

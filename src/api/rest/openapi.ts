@@ -6,6 +6,8 @@ import { errorBodySchema } from './routes/response-schemas.js'
 export interface OpenApiInit {
   maxSourceBytes: number
   maxExpiresDays: number
+  /** auth.keys.default_expires_days: while a number, `expires_days: null` (never) is refused, and the document says so (absent: 90) */
+  defaultExpiresDays?: number | null
   version: string
 }
 
@@ -119,7 +121,7 @@ function operationOf(route: RestRoute<never, unknown>): JsonSchema {
   }
   const request = route.request === undefined
     ? undefined
-    : { required: true, content: { 'application/json': { schema: route.request instanceof z.ZodType ? jsonSchemaOf(route.request) : route.request } } }
+    : { required: route.requestOptional !== true, content: { 'application/json': { schema: route.request instanceof z.ZodType ? jsonSchemaOf(route.request) : route.request } } }
   return {
     operationId: operationIdOf(route.method, route.path),
     summary: route.summary,

@@ -129,6 +129,9 @@ export const AUDIT_TIME = /^(?:19[7-9][0-9]|[2-9][0-9]{3})-(?:0[1-9]|1[0-2])-(?:
 /** An audit entry id (`next_cursor`): `au_` and 26 characters of Crockford base 32. */
 export const AUDIT_CURSOR = /^au_[0-9A-HJKMNP-TV-Z]{26}$/
 
+/** Path parameter {id} of /v1/executions: `ex_` and 26 characters of Crockford base 32 (ExecutionService.get checks the same). */
+export const executionIdSchema = z.string().regex(/^ex_[0-9A-HJKMNP-TV-Z]{26}$/).describe('an execution id (ex_ and 26 Crockford base 32 characters)')
+
 /** GET /api/v1/functions */
 export const listQuerySchema = z.object({
   search: text().optional().describe('words to find in name, description, signature and tags'),

@@ -26,7 +26,7 @@ export function v1Routes(engine: Engine): RestRoute<never, unknown>[] {
     defineRoute({
       method: 'post', path: '/v1/functions/:rufid/executions', operation: 'rufid.execute',
       summary: 'Start an asynchronous execution; the body is the input (202, Location: the record)',
-      request: {}, params: { rufid: rufidParamSchema },
+      request: {}, requestOptional: true, params: { rufid: rufidParamSchema },
       responses: { 202: executionAcceptedSchema },
       errors: [...CALLER_ERRORS, ...BODY_ERRORS, ...FUNCTION_ERRORS],
       rufidOf: rufidOfPath,
