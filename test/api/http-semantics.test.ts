@@ -57,6 +57,14 @@ describe('HTTP semantics', () => {
     expect(post.headers.allow).toBe('GET')
   })
 
+  it('federation routes on a node without federation answer 409 federation_disabled (not 502: nothing was unreachable)', async () => {
+    for (const [method, path] of [['GET', '/api/v1/federation/nodes'], ['GET', '/api/v1/federation/members'], ['POST', '/api/v1/federation/nodes']] as const) {
+      const res = await request(`${node.url}${path}`, method, { ...auth, 'content-type': 'application/json' }, method === 'POST' ? '{}' : undefined)
+      expect(res.status, `${method} ${path}`).toBe(409)
+      expect(JSON.parse(res.body).error, `${method} ${path}`).toMatchObject({ code: 1006, details: { reason: 'federation_disabled' } })
+    }
+  })
+
   it('GraphQL over POST reads application/json only: text/plain is 415, not parsed as JSON', async () => {
     const query = JSON.stringify({ query: '{ listFunctions { pagination { total } } }' })
     const plain = await request(`${node.url}/graphql`, 'POST', { ...auth, 'content-type': 'text/plain' }, query)

@@ -56,7 +56,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   405: 'method not allowed (1006)',
   406: 'not acceptable (1006)',
   408: 'execution timeout (1004)',
-  409: 'RUFID collision (1008) or the losing side of a catalog conflict (2002)',
+  409: 'RUFID collision (1008), the losing side of a catalog conflict (2002), or a federation route on a node without federation (1006, details.reason federation_disabled)',
   413: 'body over the size limit (1006)',
   415: 'unsupported media type (1006): send application/json',
   422: 'invalid manifest or lockfile (1006), or the function failed (1007)',
