@@ -47,6 +47,17 @@ describe('HTTP semantics', () => {
     expect(unknown.headers.allow).toBeUndefined()
   })
 
+  it('Allow names the methods the document gives the path (a literal path is not the {rufid} route)', async () => {
+    const options = await request(`${node.url}/api/v1/functions/branches`, 'OPTIONS', auth)
+    expect(options.status).toBe(200)
+    expect(options.headers.allow).toBe('GET, HEAD')
+    expect((await request(`${node.url}/api/v1/functions/create`, 'OPTIONS', auth)).headers.allow).toBe('POST')
+    expect((await request(`${node.url}/api/v1/functions/AAAAAAAAAAAA`, 'OPTIONS', auth)).headers.allow).toBe('GET, HEAD, DELETE')
+    const put = await request(`${node.url}/api/v1/functions/branches`, 'PUT', auth)
+    expect(put.status).toBe(405)
+    expect(put.headers.allow).toBe('GET, HEAD')
+  })
+
   it('GET /ws without an upgrade is 426 Upgrade Required with Upgrade: websocket', async () => {
     const res = await request(`${node.url}/ws`, 'GET', auth)
     expect(res.status).toBe(426)

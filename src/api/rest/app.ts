@@ -87,6 +87,27 @@ export function restRoutes(init: RestApiInit, components: RestApiComponents, ope
   ]
 }
 
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
+
+/**
+ * The methods the routes take at `path` (HEAD with GET), as `/openapi.json` describes them: the
+ * most literal matching path wins, as in OpenAPI path matching (`/api/v1/functions/branches` takes
+ * GET only, although `/api/v1/functions/{rufid}` would match it too). Undefined: no route's path.
+ */
+export function allowedAt(routes: readonly RestRoute<never, unknown>[], path: string): string[] | undefined {
+  let best: { params: number; methods: Set<string> } | undefined
+  for (const route of routes) {
+    const names = route.path.match(/:\w+/g) ?? []
+    const pattern = new RegExp(`^${route.path.split(/:\w+/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+')}$`)
+    if (!pattern.test(path)) continue
+    if (best === undefined || names.length < best.params) best = { params: names.length, methods: new Set() }
+    if (names.length > best.params) continue
+    best.methods.add(route.method.toUpperCase())
+    if (route.method === 'get') best.methods.add('HEAD')
+  }
+  return best && METHOD_ORDER.filter((m) => best.methods.has(m))
+}
+
 /**
  * The REST door's Koa app, whose `callback()` answers the direct routes (execute, resolve) before
  * Koa (see `direct.ts`) and hands every other request to Koa.
@@ -129,6 +150,11 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
       const call = envelope.open(FAILED, ctx.ip)
       sendError(ctx, envelope.finish(call, thrown)!)
       return
+    }
+    // `Allow` (an OPTIONS answer, a 405) names what the document says the path takes
+    if (ctx.response.get('Allow') !== '') {
+      const allowed = allowedAt(routes, ctx.path)
+      if (allowed !== undefined) ctx.set('Allow', allowed.join(', '))
     }
     const state = ctx.state as Partial<RestState>
     const routed = state.route !== undefined || state.served === true

@@ -32,7 +32,7 @@ export const publishInputSchema = z.object({
   description: z.string().max(4096).optional(),
   tags: z.array(z.string()).max(32).optional(),
   /** optional: read from the source when absent */
-  signature: z.string().max(1024).optional(),
+  signature: z.string().min(1).max(1024).optional(),
   ...manifestFields,
 }).strict()
 

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { validationFailed } from '../../../core/errors.js'
-import { FULL_RUFID, SHORT_RUFID, TENANT_ID, VERSION_LABEL } from '../../../core/rufid.js'
+import { FULL_RUFID, SHORT_RUFID, TENANT_ID } from '../../../core/rufid.js'
 import { MAX_BRANCH_KEY_LENGTH, MIN_BRANCH_KEY_LENGTH } from '../../../engine/branches/branch-keys.js'
 import {
   AUDIT_NO_TENANT, BRANCH_NAME, createInputSchema, MAX_AUDIT_PAGE, MAX_LIST_PAGE, MAX_SEARCH_PAGE, MAX_TELEMETRY_BUCKETS, TELEMETRY_WINDOW,
@@ -19,7 +19,9 @@ const rufid = z.string().regex(new RegExp(`${SHORT_RUFID.source}|${FULL_RUFID.so
 
 /** Path parameter {rufid} (checked by `FunctionRegistry.target`: 1001 when malformed) */
 export const rufidParamSchema = rufid
-const version = z.union([z.string().regex(VERSION_LABEL), z.literal('')]).nullable().optional()
+/** `v<n>` with at most 15 digits (every such number is exact; a longer one names no version). */
+export const VERSION_QUERY = /^v[1-9][0-9]{0,14}$/
+const version = z.union([z.string().regex(VERSION_QUERY), z.literal('')]).nullable().optional()
   .describe('v<n>: that version (absent, empty or null: the newest live version)')
 /** What a function is called with (execution-service's normalizeArguments). */
 const args = z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).nullable().optional()
@@ -48,7 +50,7 @@ export const branchFields = {
 
 /** POST /api/v1/execution/execute (service-spec §4.3); the engine reads it (native-execution.ts). */
 export const nativeExecuteRequestSchema = z.object({
-  rufid: z.string().describe('rufid:<hash>, the short or the full RUFID'),
+  rufid: z.string().regex(new RegExp(`^(?:rufid:)?${SHORT_RUFID.source.slice(1, -1)}$|${FULL_RUFID.source}`)).describe('rufid:<hash>, the short or the full RUFID'),
   function_name: z.string().optional(),
   namespace: z.string().optional().describe('the namespace to run in when the X-Svc-Namespace header is absent'),
   source_code: z.string().optional().describe('registers the function when the RUFID is unknown and the source hashes to it'),
@@ -117,8 +119,6 @@ const text = () => z.string().min(1).regex(NOT_BLANK)
 const pageLimit = (max: number) => z.int().min(1).max(max).optional().describe(`page size, 1 to ${max} (default 20)`)
 const pageOffset = z.int().min(0).optional().describe('items to skip (default 0)')
 const commaList = z.array(text()).min(1).optional()
-/** `v<n>` with at most 15 digits (every such number is exact; a longer one names no version). */
-export const VERSION_QUERY = /^v[1-9][0-9]{0,14}$/
 const versionQuery = z.string().regex(VERSION_QUERY).optional()
   .describe('v<n>: that version (absent: the newest live version, or every live version for a delete)')
 /**
