@@ -56,6 +56,14 @@ describe('HTTP semantics', () => {
     const put = await request(`${node.url}/api/v1/functions/branches`, 'PUT', auth)
     expect(put.status).toBe(405)
     expect(put.headers.allow).toBe('GET, HEAD')
+    // methods the {rufid} route takes are not read as a RUFID named `create` or `branches` (400 1001)
+    for (const [method, path, allow] of [['GET', '/api/v1/functions/create', 'POST'], ['DELETE', '/api/v1/functions/branches', 'GET, HEAD']] as const) {
+      const res = await request(`${node.url}${path}`, method, auth)
+      expect(res.status, `${method} ${path}`).toBe(405)
+      expect(res.headers.allow, `${method} ${path}`).toBe(allow)
+    }
+    // a path of the {rufid} route itself keeps its methods
+    expect((await request(`${node.url}/api/v1/functions/AAAAAAAAAAAA`, 'GET', auth)).status).toBe(404)
   })
 
   it('GET /ws without an upgrade is 426 Upgrade Required with Upgrade: websocket', async () => {

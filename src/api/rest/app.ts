@@ -90,22 +90,27 @@ export function restRoutes(init: RestApiInit, components: RestApiComponents, ope
 const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
 
 /**
- * The methods the routes take at `path` (HEAD with GET), as `/openapi.json` describes them: the
+ * The methods the routes take at a path (HEAD with GET), as `/openapi.json` describes them: the
  * most literal matching path wins, as in OpenAPI path matching (`/api/v1/functions/branches` takes
  * GET only, although `/api/v1/functions/{rufid}` would match it too). Undefined: no route's path.
  */
-export function allowedAt(routes: readonly RestRoute<never, unknown>[], path: string): string[] | undefined {
-  let best: { params: number; methods: Set<string> } | undefined
-  for (const route of routes) {
-    const names = route.path.match(/:\w+/g) ?? []
-    const pattern = new RegExp(`^${route.path.split(/:\w+/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+')}$`)
-    if (!pattern.test(path)) continue
-    if (best === undefined || names.length < best.params) best = { params: names.length, methods: new Set() }
-    if (names.length > best.params) continue
-    best.methods.add(route.method.toUpperCase())
-    if (route.method === 'get') best.methods.add('HEAD')
+export function methodsByPath(routes: readonly RestRoute<never, unknown>[]): (path: string) => string[] | undefined {
+  const compiled = routes.map((route) => ({
+    params: (route.path.match(/:\w+/g) ?? []).length,
+    method: route.method.toUpperCase(),
+    pattern: new RegExp(`^${route.path.split(/:\w+/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+')}$`),
+  }))
+  return (path) => {
+    let best: { params: number; methods: Set<string> } | undefined
+    for (const route of compiled) {
+      if (!route.pattern.test(path)) continue
+      if (best === undefined || route.params < best.params) best = { params: route.params, methods: new Set() }
+      if (route.params > best.params) continue
+      best.methods.add(route.method)
+      if (route.method === 'GET') best.methods.add('HEAD')
+    }
+    return best && METHOD_ORDER.filter((m) => best.methods.has(m))
   }
-  return best && METHOD_ORDER.filter((m) => best.methods.has(m))
 }
 
 /**
@@ -138,14 +143,25 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
   app.silent = true
   const envelope = createRestEnvelope({ bodyLimitBytes: init.bodyLimitBytes }, { engine, logger })
   const addresses = components.addresses ?? CONNECTION_ADDRESSES
+  /** the methods the document gives a path (set once the routes exist, before any request) */
+  let allowedAt: (path: string) => string[] | undefined = () => undefined
 
   app.use(async (ctx, next) => {
     // Koa's own proxy handling stays off: only server.trusted_proxies decide (api/client-address.ts)
     if (addresses.trustsProxies) ctx.request.ip = addresses.ofRequest(ctx.req)
     // while draining, each response closes its connection so shutdown need not wait for keep-alive
     if (components.isDraining?.()) ctx.set('Connection', 'close')
+    // a method the document does not give this path is 405 before any route sees it (the
+    // {rufid} route would otherwise read `GET /api/v1/functions/create` as the RUFID `create`)
+    const allowed = ctx.method === 'OPTIONS' ? undefined : allowedAt(ctx.path)
+    const undeclared = allowed !== undefined && !allowed.includes(ctx.method)
     try {
-      await next()
+      if (undeclared) {
+        ctx.set('Allow', allowed.join(', '))
+        ctx.status = 405
+      } else {
+        await next()
+      }
     } catch (thrown) {
       const call = envelope.open(FAILED, ctx.ip)
       sendError(ctx, envelope.finish(call, thrown)!)
@@ -153,8 +169,8 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
     }
     // `Allow` (an OPTIONS answer, a 405) names what the document says the path takes
     if (ctx.response.get('Allow') !== '') {
-      const allowed = allowedAt(routes, ctx.path)
-      if (allowed !== undefined) ctx.set('Allow', allowed.join(', '))
+      const documented = allowedAt(ctx.path)
+      if (documented !== undefined) ctx.set('Allow', documented.join(', '))
     }
     const state = ctx.state as Partial<RestState>
     const routed = state.route !== undefined || state.served === true
@@ -182,6 +198,7 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
 
   let document: Record<string, unknown> | undefined
   const routes: RestRoute<never, unknown>[] = restRoutes(init, components, () => (document ??= buildOpenApi(init.openapi ?? DEFAULT_OPENAPI, routes)))
+  allowedAt = methodsByPath(routes)
   const router = new Router<RestState>()
   app.direct = createDirectRoutes(registerRoutes(router, envelope, routes), { envelope, isDraining: components.isDraining, addresses })
   // the console's static files (`/`, `/console/…`): metered, not audited (files, not operations)

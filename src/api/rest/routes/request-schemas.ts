@@ -14,7 +14,10 @@ import {
  * malformed RUFID stays 1001 and only the other fields can fail here (1006).
  */
 
-const rufid = z.string().regex(new RegExp(`${SHORT_RUFID.source}|${FULL_RUFID.source}`))
+/** A full RUFID whose version has at most 15 digits (every such number is exact; a longer one is refused, 1001). */
+const BOUNDED_FULL_RUFID = FULL_RUFID.source.replace(':v([1-9][0-9]*):', ':v([1-9][0-9]{0,14}):')
+if (BOUNDED_FULL_RUFID === FULL_RUFID.source) throw new Error('request-schemas: the full RUFID grammar changed; bound its version again')
+const rufid = z.string().regex(new RegExp(`${SHORT_RUFID.source}|${BOUNDED_FULL_RUFID}`))
   .describe('short RUFID (12 characters) or full RUFID rufid:<hash>:v<n>:<tenant>')
 
 /** Path parameter {rufid} (checked by `FunctionRegistry.target`: 1001 when malformed) */
@@ -50,9 +53,9 @@ export const branchFields = {
 
 /** POST /api/v1/execution/execute (service-spec §4.3); the engine reads it (native-execution.ts). */
 export const nativeExecuteRequestSchema = z.object({
-  rufid: z.string().regex(new RegExp(`^(?:rufid:)?${SHORT_RUFID.source.slice(1, -1)}$|${FULL_RUFID.source}`)).describe('rufid:<hash>, the short or the full RUFID'),
+  rufid: z.string().regex(new RegExp(`^(?:rufid:)?${SHORT_RUFID.source.slice(1, -1)}$|${BOUNDED_FULL_RUFID}`)).describe('rufid:<hash>, the short or the full RUFID'),
   function_name: z.string().optional(),
-  namespace: z.string().optional().describe('the namespace to run in when the X-Svc-Namespace header is absent'),
+  namespace: z.string().regex(TENANT_ID).optional().describe('the namespace to run in when the X-Svc-Namespace header is absent'),
   source_code: z.string().optional().describe('registers the function when the RUFID is unknown and the source hashes to it'),
   input_data: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(),
   signature: z.string().optional(),
