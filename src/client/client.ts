@@ -454,7 +454,7 @@ export class SvcClient {
     return this.request('GET', '/api/v1/audit', { query: { ...query } })
   }
 
-  /** `GET /api/v1/federation/nodes`: the federation members (`FederationUnreachableError` without federation). */
+  /** `GET /api/v1/federation/nodes`: the federation members (`ValidationFailedError`, 409 `federation_disabled`, without federation). */
   async listNodes(): Promise<FederationNodes> {
     return this.request('GET', '/api/v1/federation/nodes')
   }

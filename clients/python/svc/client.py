@@ -534,7 +534,7 @@ class Client:
         return self.request("GET", "/api/v1/audit", query=query)
 
     def list_nodes(self) -> Dict[str, Any]:
-        """GET /api/v1/federation/nodes → ``{node_id, nodes}`` (FederationUnreachableError without federation)."""
+        """GET /api/v1/federation/nodes → ``{node_id, nodes}`` (ValidationFailedError, HTTP 409 federation_disabled, without federation)."""
         return self.request("GET", "/api/v1/federation/nodes")
 
     def discover(self, rufid: str) -> Dict[str, Any]:
@@ -552,7 +552,7 @@ class Client:
     def federation_members(self) -> Dict[str, Any]:
         """GET /api/v1/federation/members → ``{node_id, digest, converged, members}``: every known
         node with its certificate, when it was last heard from and its catalog digest beside this
-        node's (FederationUnreachableError without federation)."""
+        node's (ValidationFailedError, HTTP 409 federation_disabled, without federation)."""
         return self.request("GET", "/api/v1/federation/members")
 
     def health(self) -> Dict[str, Any]:
