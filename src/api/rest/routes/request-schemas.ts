@@ -121,7 +121,9 @@ export const NOT_BLANK = /[^\t\n\v\f\r ]/
 const text = () => z.string().min(1).regex(NOT_BLANK)
 const pageLimit = (max: number) => z.int().min(1).max(max).optional().describe(`page size, 1 to ${max} (default 20)`)
 const pageOffset = z.int().min(0).optional().describe('items to skip (default 0)')
-const commaList = z.array(text()).min(1).optional()
+/** An item of a comma-separated list: non-blank, and no comma (the list is split on commas). */
+const NO_COMMA = /^[^,]*$/
+const commaList = z.array(text().regex(NO_COMMA)).min(1).optional()
 const versionQuery = z.string().regex(VERSION_QUERY).optional()
   .describe('v<n>: that version (absent: the newest live version, or every live version for a delete)')
 /**
