@@ -2,9 +2,9 @@
 # Installs everything svc-node needs on a fresh machine: the npm packages pinned in
 # package-lock.json (isolated-vm compiles from source: 2-4 minutes), the compiled daemon,
 # the Python packages the tests use (pytest, hypothesis, grpcio-tools, cryptography, setuptools,
-# openapi-spec-validator, openapi-python-client, datamodel-code-generator), grpcurl and
-# oapi-codegen, Chromium for the console's browser tests and bubblewrap for the sandbox's OS wall.
-# Safe to run again.
+# openapi-spec-validator, openapi-python-client, datamodel-code-generator, schemathesis), grpcurl
+# and oapi-codegen, Chromium for the console's browser tests and bubblewrap for the sandbox's OS
+# wall. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,6 +60,11 @@ fi
 if command -v python3 >/dev/null 2>&1 && [ "$(python3 -c 'import importlib.metadata as m; print(m.version("datamodel-code-generator"))' 2>/dev/null)" != "0.89.0" ]; then
   echo "svc-node setup: installing datamodel-code-generator 0.89.0 for the generated-clients test…"
   python3 -m pip install --quiet 'datamodel-code-generator==0.89.0'
+fi
+# schemathesis runs against a live daemon in test/contract/schemathesis.test.ts (issue 28)
+if command -v python3 >/dev/null 2>&1 && [ "$(python3 -c 'import importlib.metadata as m; print(m.version("schemathesis"))' 2>/dev/null)" != "4.32.5" ]; then
+  echo "svc-node setup: installing schemathesis 4.32.5 for the API contract test…"
+  python3 -m pip install --quiet schemathesis==4.32.5
 fi
 if command -v go >/dev/null 2>&1; then
   echo "svc-node setup: grpcurl (a real external gRPC client for the tests) into .tools/bin…"

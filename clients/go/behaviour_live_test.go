@@ -403,10 +403,15 @@ var behaviourScenarios = map[string]func(t *testing.T, ctx context.Context, admi
 		if len(audit.Items) == 0 || len(audit.Items) > 5 {
 			t.Errorf("audit: %d items", len(audit.Items))
 		}
+		// a node without federation: 409 federation_disabled (nothing was unreachable: not 2001)
 		_, err := admin.ListNodes(ctx)
-		wantErr(t, err, svc.ErrFederationUnreachable, "list nodes without federation")
+		if e := wantErr(t, err, svc.ErrValidationFailed, "list nodes without federation"); e.HTTPStatus != 409 || e.Details["reason"] != "federation_disabled" {
+			t.Errorf("list nodes without federation: %+v", e)
+		}
 		_, err = admin.FederationMembers(ctx)
-		wantErr(t, err, svc.ErrFederationUnreachable, "federation members without federation")
+		if e := wantErr(t, err, svc.ErrValidationFailed, "federation members without federation"); e.HTTPStatus != 409 || e.Details["reason"] != "federation_disabled" {
+			t.Errorf("federation members without federation: %+v", e)
+		}
 	},
 }
 

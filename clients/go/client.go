@@ -701,7 +701,7 @@ func (c *Client) ListAuditEntries(ctx context.Context, query AuditQuery) (*Audit
 }
 
 // ListNodes returns the federation members (GET /api/v1/federation/nodes); a node without
-// federation answers *Error 2001.
+// federation answers *Error 1006 with HTTPStatus 409 and Details["reason"] "federation_disabled".
 func (c *Client) ListNodes(ctx context.Context) (*FederationNodes, error) {
 	var out FederationNodes
 	if _, err := c.do(ctx, http.MethodGet, "/api/v1/federation/nodes", nil, &out); err != nil {
@@ -743,7 +743,7 @@ func (c *Client) ListConflicts(ctx context.Context) (*ConflictList, error) {
 
 // FederationMembers returns every node this one knows, with its certificate, when it was last
 // heard from and its catalog digest beside this node's (GET /api/v1/federation/members); a node
-// without federation answers *Error 2001.
+// without federation answers *Error 1006 with HTTPStatus 409 and Details["reason"] "federation_disabled".
 func (c *Client) FederationMembers(ctx context.Context) (*FederationMembers, error) {
 	var out FederationMembers
 	if _, err := c.do(ctx, http.MethodGet, "/api/v1/federation/members", nil, &out); err != nil {

@@ -24,6 +24,8 @@ export function httpStatusOf(err: SvcError): number {
   if (err.reason === 'unauthenticated') return 401
   if (err.reason === 'payload_too_large') return 413
   if (err.reason === 'unprocessable') return 422
+  // a well-formed request a node without federation cannot serve: its configuration, not a fault
+  if (err.reason === 'federation_disabled') return 409
   return STATUS[err.name]
 }
 

@@ -49,7 +49,7 @@ export interface SvcClientOptions {
 export interface RequestOptions {
   /** JSON body (omitted: no body) */
   body?: unknown
-  /** query parameters; undefined values are left out, arrays are sent comma-separated */
+  /** query parameters; undefined and empty values are left out, arrays are sent comma-separated */
   query?: Record<string, string | number | boolean | string[] | undefined>
   headers?: Record<string, string>
   /** aborting rejects with the signal's reason */
@@ -252,8 +252,10 @@ export class SvcClient {
     if (query) {
       const params = new URLSearchParams()
       for (const [k, v] of Object.entries(query)) {
-        if (v === undefined) continue
-        params.append(k, Array.isArray(v) ? v.join(',') : String(v))
+        // an empty value is refused by the node (never read as "absent"): left out like undefined
+        const text = Array.isArray(v) ? v.filter((item) => item.trim() !== '').join(',') : v === undefined ? '' : String(v)
+        if (text.trim() === '') continue
+        params.append(k, text)
       }
       const qs = params.toString()
       if (qs) url += `?${qs}`
@@ -455,7 +457,7 @@ export class SvcClient {
     return this.request('GET', '/api/v1/audit', { query: { ...query } })
   }
 
-  /** `GET /api/v1/federation/nodes`: the federation members (`FederationUnreachableError` without federation). */
+  /** `GET /api/v1/federation/nodes`: the federation members (`ValidationFailedError`, 409 `federation_disabled`, without federation). */
   async listNodes(): Promise<FederationNodes> {
     return this.request('GET', '/api/v1/federation/nodes')
   }

@@ -35,9 +35,10 @@ export function errorNameOf(code: number): ErrorName | undefined {
 
 /**
  * A refinement of a code that some protocols render differently (e.g. HTTP 401 rather than 403
- * for 1003 when no valid credential was presented, 413 rather than 400 for 1006 on an oversized body).
+ * for 1003 when no valid credential was presented, 413 rather than 400 for 1006 on an oversized body,
+ * 409 rather than 400 for 1006 asking a node without federation for a federation resource).
  */
-export type ErrorReason = 'unauthenticated' | 'payload_too_large' | 'unprocessable' | undefined
+export type ErrorReason = 'unauthenticated' | 'payload_too_large' | 'unprocessable' | 'federation_disabled' | undefined
 
 export interface SvcErrorOptions {
   details?: Record<string, unknown>

@@ -246,7 +246,10 @@ export function createDaemon(config: Readonly<SvcConfig>, { logger, env = proces
     {
       bodyLimitBytes: config.server.body_limit_bytes,
       metricsAccess: config.server.metrics_access,
-      openapi: { maxSourceBytes: config.registry.max_source_bytes, maxExpiresDays: config.auth.keys.max_expires_days, version: VERSION },
+      openapi: {
+        maxSourceBytes: config.registry.max_source_bytes, maxExpiresDays: config.auth.keys.max_expires_days,
+        defaultExpiresDays: config.auth.keys.default_expires_days, version: VERSION,
+      },
       ...(config.server.console ? { console: {} } : {}),
       node: { version: VERSION, sandboxWorkers: x.workers, sandboxIsolation: osIsolation.status, sandboxMemoryBound: memoryBound.status, federation: config.federation.enabled },
     },

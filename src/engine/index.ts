@@ -16,13 +16,13 @@ export { CredentialStreams, credentialEndedError, type CredentialEnd, type Strea
 export { ApiKeyService, createMemoryKeyStorage, unauthenticated, type ApiKeyRecord, type MintedKey, type ApiKeyStorage } from './auth/api-keys.js'
 export { createLevelKeyStorage } from './auth/level-key-storage.js'
 export { permissionsOf, ROLES, SCOPES, type Role } from './auth/permissions.js'
-export { AuditLog, MAX_AUDIT_PAGE, DEFAULT_AUDIT_FLUSH_MS, type AuditEntry, type AuditQuery } from './audit/audit-log.js'
+export { AUDIT_NO_TENANT, AuditLog, MAX_AUDIT_PAGE, DEFAULT_AUDIT_FLUSH_MS, type AuditEntry, type AuditQuery } from './audit/audit-log.js'
 export type { NativeExecuteRequest, NativeExecuteResult } from './executions/native-execution.js'
 export {
   DEFAULT_MAX_INDEXED_FUNCTIONS, Marketplace, type Listing, type MarketplaceInit, type MarketplaceQuery, type MarketplaceResult, type MarketplaceStats,
 } from './search/marketplace.js'
 export { MAX_SEARCH_PAGE } from './search/analysis.js'
-export { parseWindow, percentile, type FunctionTelemetry } from './telemetry/telemetry.js'
+export { decimalUpTo, parseWindow, percentile, TELEMETRY_WINDOW, type FunctionTelemetry } from './telemetry/telemetry.js'
 export { MAX_TELEMETRY_BUCKETS, type TelemetrySeries, type TelemetryBucket } from './telemetry/telemetry-series.js'
 export { publishFunction, languageOfRuntime } from './registry/publish.js'
 export { createInputSchema, lockfileObjectSchema, manifestObjectSchema } from './registry/create-input.js'

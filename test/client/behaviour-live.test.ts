@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
-  ExecutionFailedError, FederationUnreachableError, InvalidRufidError, PermissionDeniedError, PROTOCOL_VERSION, RufidNotFoundError, SvcClient,
+  ExecutionFailedError, InvalidRufidError, PermissionDeniedError, PROTOCOL_VERSION, RufidNotFoundError, SvcClient,
   ValidationFailedError, computeRufid, type SvcError,
 } from '../../src/client/index.js'
 import { removeDir, startDaemonProcess, type DaemonProcess } from '../fixtures/daemon-process.js'
@@ -257,8 +257,11 @@ const scenarios: Record<string, () => Promise<void>> = {
     const audit = await admin.listAuditEntries({ limit: 5 })
     expect(audit.items.length).toBeGreaterThan(0)
     expect(audit.items.length).toBeLessThanOrEqual(5)
-    expect(await rejectionOf(admin.listNodes())).toBeInstanceOf(FederationUnreachableError)
-    expect(await rejectionOf(admin.federationMembers())).toBeInstanceOf(FederationUnreachableError)
+    // a node without federation: 409 federation_disabled (nothing was unreachable: not 2001)
+    for (const refused of [await rejectionOf(admin.listNodes()), await rejectionOf(admin.federationMembers())]) {
+      expect(refused).toBeInstanceOf(ValidationFailedError)
+      expect(refused).toMatchObject({ httpStatus: 409, details: { reason: 'federation_disabled' } })
+    }
   },
 }
 

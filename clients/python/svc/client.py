@@ -174,12 +174,13 @@ class Client:
         return h
 
     def url_of(self, path: str, query: Optional[Mapping[str, Any]] = None) -> str:
-        """The absolute URL of ``path`` (with ``query`` encoded; None values left out)."""
+        """The absolute URL of ``path`` (with ``query`` encoded; None and empty values left out)."""
         if not path.startswith("/"):
             path = "/" + path
         url = self.url + path
         if query:
-            items = [(k, _query_value(v)) for k, v in query.items() if v is not None]
+            # an empty value is refused by the node (never read as "absent"): left out like None
+            items = [(k, _query_value(v)) for k, v in query.items() if v is not None and _query_value(v).strip() != ""]
             if items:
                 url += "?" + urllib.parse.urlencode(items)
         return url
@@ -538,7 +539,7 @@ class Client:
         return self.request("GET", "/api/v1/audit", query=query)
 
     def list_nodes(self) -> Dict[str, Any]:
-        """GET /api/v1/federation/nodes → ``{node_id, nodes}`` (FederationUnreachableError without federation)."""
+        """GET /api/v1/federation/nodes → ``{node_id, nodes}`` (ValidationFailedError, HTTP 409 federation_disabled, without federation)."""
         return self.request("GET", "/api/v1/federation/nodes")
 
     def discover(self, rufid: str) -> Dict[str, Any]:
@@ -556,7 +557,7 @@ class Client:
     def federation_members(self) -> Dict[str, Any]:
         """GET /api/v1/federation/members → ``{node_id, digest, converged, members}``: every known
         node with its certificate, when it was last heard from and its catalog digest beside this
-        node's (FederationUnreachableError without federation)."""
+        node's (ValidationFailedError, HTTP 409 federation_disabled, without federation)."""
         return self.request("GET", "/api/v1/federation/members")
 
     def health(self) -> Dict[str, Any]:
@@ -744,8 +745,9 @@ def _tags(tags: Optional[Iterable[str]]) -> Optional[str]:
     if tags is None:
         return None
     if isinstance(tags, str):
-        return tags
-    return ",".join(tags)
+        tags = tags.split(",")
+    # blank items are refused by the node: left out
+    return ",".join(t for t in tags if t.strip() != "")
 
 
 def _query_value(value: Any) -> str:

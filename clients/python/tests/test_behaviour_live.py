@@ -237,10 +237,11 @@ def node_and_federation_reads(admin):
     assert (me["tenant_id"], me["admin"]) == (TENANT, True) and "rufid.admin" in me["permissions"]
     audit = admin.list_audit_entries(limit=5)
     assert 0 < len(audit["items"]) <= 5
-    with pytest.raises(svc.FederationUnreachableError):
-        admin.list_nodes()
-    with pytest.raises(svc.FederationUnreachableError):
-        admin.federation_members()
+    # a node without federation: 409 federation_disabled (nothing was unreachable: not 2001)
+    for call in (admin.list_nodes, admin.federation_members):
+        with pytest.raises(svc.ValidationFailedError) as refused:
+            call()
+        assert (refused.value.http_status, refused.value.details.get("reason")) == (409, "federation_disabled")
 
 
 SCENARIOS = {f.__name__: f for f in (

@@ -69,6 +69,7 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
       if (first.reason === 'unauthenticated') ctx.set('WWW-Authenticate', 'Bearer')
       if (first.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(Math.ceil(first.retryAfterSeconds)))
       ctx.body = { errors: list.map(formatError) }
+      ctx.type = responseTypeOf(ctx)
     }
 
     try {
@@ -76,6 +77,13 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
         ctx.set('Allow', 'GET, POST')
         await refuse(validationFailed('GraphQL is served over GET and POST'), undefined)
         ctx.status = 405
+        return
+      }
+      const contentType = ctx.get('content-type')
+      if (ctx.method === 'POST' && contentType !== '' && !JSON_REQUEST.test(contentType)) {
+        // GraphQL over HTTP: a POST body is application/json; any other type is not read as JSON
+        await refuse(validationFailed(`GraphQL over POST reads application/json, not ${contentType.split(';')[0]!.trim()}`, [{ pointer: '', message: 'unsupported media type' }]), undefined)
+        ctx.status = 415
         return
       }
       let body: unknown
@@ -90,7 +98,12 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
         method: ctx.method,
         query: ctx.query,
       }
+      const blank = blankParameterOf(ctx.query)
+      if (blank !== undefined) return await refuse(blank, undefined)
       const params = getGraphQLParameters(request)
+      if (typeof params.query !== 'string' || !NOT_BLANK.test(params.query)) {
+        return await refuse(validationFailed('a GraphQL request needs a query string', [{ pointer: '/query', message: 'must be a non-blank string' }]), undefined)
+      }
 
       let parsed: ParsedOperation | undefined
       let malformed: SvcError | undefined
@@ -153,8 +166,8 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
           return await refuse(errors, parsed, principal)
         }
         ctx.status = result.status
-        ctx.type = 'application/json'
         ctx.body = formatResult(result.payload)
+        ctx.type = responseTypeOf(ctx)
         return
       }
       if (result.type === 'PUSH') {
@@ -175,6 +188,7 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
       const e = door.envelope.finish(door.envelope.open(FAILED, ip), err)!
       ctx.status = httpStatusOf(e)
       ctx.body = { errors: [formatError(graphqlErrorOf(e))] }
+      ctx.type = responseTypeOf(ctx)
     }
   }
 
@@ -183,6 +197,43 @@ export function createGraphqlMiddleware(init: GraphqlInit & { bodyLimitBytes?: n
       for (const end of [...streams]) end()
     },
   })
+}
+
+/** The request media type of a GraphQL POST: application/json (parameters such as charset allowed). */
+const JSON_REQUEST = /^application\/json\s*(;|$)/i
+/** GraphQL over HTTP's own response media type (with it, a request error is never 200). */
+export const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json'
+
+/**
+ * The media type of a GraphQL answer: `application/graphql-response+json` when the request's
+ * Accept prefers it to `application/json` (GraphQL over HTTP), else `application/json` (no
+ * Accept, `*\/*`, or a legacy client). The statuses follow that media type's rules either way:
+ * a document that does not parse or validate, or a request no field ran for, is 4xx; a result
+ * with `data` is 200.
+ */
+function responseTypeOf(ctx: Koa.Context): string {
+  if (ctx.get('accept') === '') return 'application/json'
+  return ctx.accepts('application/json', GRAPHQL_RESPONSE_TYPE) === GRAPHQL_RESPONSE_TYPE ? `${GRAPHQL_RESPONSE_TYPE}; charset=utf-8` : 'application/json'
+}
+
+/** A value with something in it: not empty, not only ASCII whitespace (the REST door's rule for query values). */
+const NOT_BLANK = /[^\t\n\v\f\r ]/
+const QUERY_PARAMETERS = ['query', 'variables', 'operationName'] as const
+
+/**
+ * 1006 for a GraphQL parameter of the query string that is empty, blank or given twice (`?query=`,
+ * `?operationName=%20`): never read as absent, as on every route of the node.
+ */
+function blankParameterOf(query: Record<string, string | string[] | undefined>): SvcError | undefined {
+  for (const name of QUERY_PARAMETERS) {
+    const value = query[name]
+    if (value === undefined) continue
+    if (Array.isArray(value)) return validationFailed(`query parameter ${name} is given ${value.length} times; give it once`, [{ pointer: `/${name}`, message: 'given more than once' }])
+    if (!NOT_BLANK.test(value)) {
+      return validationFailed(`query parameter ${name} is ${value === '' ? 'empty' : 'blank'}: give a value, or leave the parameter out`, [{ pointer: `/${name}`, message: 'empty or blank' }])
+    }
+  }
+  return undefined
 }
 
 /** Admission of a request is not an operation itself (its fields are): never completed. */

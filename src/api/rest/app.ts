@@ -5,7 +5,7 @@ import { SvcError, validationFailed } from '../../core/errors.js'
 import { PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER } from '../../core/protocol-version.js'
 import type { Engine } from '../../engine/index.js'
 import { CONNECTION_ADDRESSES, type ClientAddresses } from '../client-address.js'
-import { buildOpenApi, type OpenApiInit } from './openapi.js'
+import { buildOpenApi, EVENT_SOCKET_PATH, type OpenApiInit } from './openapi.js'
 import { createRestEnvelope, registerRoutes, sendError, type RestContext, type RestRoute, type RestState } from './operation.js'
 import { authRoutes } from './routes/auth.js'
 import { branchRoutes } from './routes/branches.js'
@@ -73,7 +73,7 @@ export function restRoutes(init: RestApiInit, components: RestApiComponents, ope
     ...branchRoutes(engine, { maxSourceBytes: o.maxSourceBytes }),
     ...functionRoutes(engine, { maxSourceBytes: o.maxSourceBytes }),
     ...executionRoutes(engine),
-    ...authRoutes(engine, { maxExpiresDays: o.maxExpiresDays }),
+    ...authRoutes(engine, { maxExpiresDays: o.maxExpiresDays, defaultExpiresDays: o.defaultExpiresDays === undefined ? 90 : o.defaultExpiresDays }),
     ...v1Routes(engine),
     ...federationRoutes(engine),
     // the reads the operator console stands on (clients use them too)
@@ -86,6 +86,32 @@ export function restRoutes(init: RestApiInit, components: RestApiComponents, ope
     // operator tools
     ...nodeBackupRoutes(engine, init.node),
   ]
+}
+
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
+
+/**
+ * The methods the routes take at a path (HEAD with GET), as `/openapi.json` describes them: the
+ * most literal matching path wins, as in OpenAPI path matching (`/api/v1/functions/branches` takes
+ * GET only, although `/api/v1/functions/{rufid}` would match it too). Undefined: no route's path.
+ */
+export function methodsByPath(routes: readonly RestRoute<never, unknown>[]): (path: string) => string[] | undefined {
+  const compiled = routes.map((route) => ({
+    params: (route.path.match(/:\w+/g) ?? []).length,
+    method: route.method.toUpperCase(),
+    pattern: new RegExp(`^${route.path.split(/:\w+/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+')}$`),
+  }))
+  return (path) => {
+    let best: { params: number; methods: Set<string> } | undefined
+    for (const route of compiled) {
+      if (!route.pattern.test(path)) continue
+      if (best === undefined || route.params < best.params) best = { params: route.params, methods: new Set() }
+      if (route.params > best.params) continue
+      best.methods.add(route.method)
+      if (route.method === 'GET') best.methods.add('HEAD')
+    }
+    return best && METHOD_ORDER.filter((m) => best.methods.has(m))
+  }
 }
 
 /**
@@ -119,25 +145,53 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
   app.silent = true
   const envelope = createRestEnvelope({ bodyLimitBytes: init.bodyLimitBytes }, { engine, logger })
   const addresses = components.addresses ?? CONNECTION_ADDRESSES
+  /** the methods the document gives a path (set once the routes exist, before any request) */
+  let allowedAt: (path: string) => string[] | undefined = () => undefined
 
   app.use(async (ctx, next) => {
     // Koa's own proxy handling stays off: only server.trusted_proxies decide (api/client-address.ts)
     if (addresses.trustsProxies) ctx.request.ip = addresses.ofRequest(ctx.req)
     // while draining, each response closes its connection so shutdown need not wait for keep-alive
     if (components.isDraining?.()) ctx.set('Connection', 'close')
+    // a method the document does not give this path is 405 before any route sees it (the
+    // {rufid} route would otherwise read `GET /api/v1/functions/create` as the RUFID `create`)
+    const allowed = ctx.method === 'OPTIONS' ? undefined : allowedAt(ctx.path)
+    const undeclared = allowed !== undefined && !allowed.includes(ctx.method)
     try {
-      await next()
+      if (undeclared) {
+        ctx.set('Allow', allowed.join(', '))
+        ctx.status = 405
+      } else {
+        await next()
+      }
     } catch (thrown) {
       const call = envelope.open(FAILED, ctx.ip)
       sendError(ctx, envelope.finish(call, thrown)!)
       return
     }
+    // `Allow` (an OPTIONS answer, a 405) names what the document says the path takes
+    if (ctx.response.get('Allow') !== '') {
+      const documented = allowedAt(ctx.path)
+      if (documented !== undefined) ctx.set('Allow', documented.join(', '))
+    }
     const state = ctx.state as Partial<RestState>
     const routed = state.route !== undefined || state.served === true
     if (routed || ctx.body !== undefined || ctx.respond === false) return
-    // no route took the request: 404, or 405 when the path exists with other methods
-    const status = ctx.status === 405 || ctx.status === 501 ? ctx.status : 404
-    const err = status === 404 ? validationFailed(`no route ${ctx.method} ${ctx.path}`) : validationFailed(`${ctx.method} is not allowed on ${ctx.path}`)
+    // no route took the request: 404, or 405 with `Allow` when the path exists with other methods
+    // (a method the router does not know at all, TRACE or QUERY, too: the router says 501); the
+    // WebSocket upgrade path asked without an upgrade is 426 with `Upgrade: websocket`
+    let status = ctx.status === 405 || (ctx.status === 501 && ctx.response.get('Allow') !== '') ? 405 : 404
+    if (status === 404 && ctx.path === EVENT_SOCKET_PATH) {
+      status = ctx.method === 'GET' || ctx.method === 'HEAD' ? 426 : 405
+      if (status === 426) ctx.set('Upgrade', 'websocket')
+      else ctx.set('Allow', 'GET')
+    }
+    if (status === 404) ctx.remove('Allow')
+    const err = status === 404
+      ? validationFailed(`no route ${ctx.method} ${ctx.path}`)
+      : status === 426
+        ? validationFailed(`${ctx.path} is a WebSocket: upgrade the connection (Connection: Upgrade, Upgrade: websocket)`)
+        : validationFailed(`${ctx.method} is not allowed on ${ctx.path} (allowed: ${ctx.response.get('Allow')})`)
     const call = envelope.open(UNROUTED, ctx.ip)
     call.status = String(status)
     sendError(ctx as unknown as RestContext, envelope.finish(call, err) as SvcError)
@@ -146,6 +200,7 @@ export function createRestApi(init: RestApiInit, components: RestApiComponents):
 
   let document: Record<string, unknown> | undefined
   const routes: RestRoute<never, unknown>[] = restRoutes(init, components, () => (document ??= buildOpenApi(init.openapi ?? DEFAULT_OPENAPI, routes)))
+  allowedAt = methodsByPath(routes)
   const router = new Router<RestState>()
   app.direct = createDirectRoutes(registerRoutes(router, envelope, routes), { envelope, isDraining: components.isDraining, addresses })
   // the console's static files (`/`, `/console/…`): metered, not audited (files, not operations)

@@ -8,6 +8,8 @@ import { errorBodySchema } from './routes/response-schemas.js'
 export interface OpenApiInit {
   maxSourceBytes: number
   maxExpiresDays: number
+  /** auth.keys.default_expires_days: while a number, `expires_days: null` (never) is refused, and the document says so (absent: 90) */
+  defaultExpiresDays?: number | null
   version: string
 }
 
@@ -80,22 +82,19 @@ function rewritePatterns(node: JsonSchema, portable: Map<string, string>): void 
   }
 }
 
-/**
- * Every error status a route may answer, as a named response under `components/responses`: what it
- * means (the svc error codes it carries) and its headers. Routes refer to these with `$ref`, so a
- * generator makes one type per error answer, not one per route and status.
- */
 const ERRORS: Record<number, { name: string; meaning: string }> = {
   400: { name: 'BadRequest', meaning: 'malformed request (1006) or RUFID (1001)' },
   401: { name: 'Unauthorized', meaning: 'no or invalid credentials (1003); see WWW-Authenticate' },
   403: { name: 'Forbidden', meaning: 'permission denied (1003)' },
   404: { name: 'NotFound', meaning: 'not found (1002)' },
-  405: { name: 'MethodNotAllowed', meaning: 'method not allowed (1006)' },
+  405: { name: 'MethodNotAllowed', meaning: 'method not allowed (1006); see Allow' },
   406: { name: 'NotAcceptable', meaning: 'not acceptable (1006)' },
   408: { name: 'ExecutionTimeout', meaning: 'execution timeout (1004)' },
-  409: { name: 'Conflict', meaning: 'RUFID collision (1008) or the losing side of a catalog conflict (2002)' },
+  409: { name: 'Conflict', meaning: 'RUFID collision (1008), the losing side of a catalog conflict (2002), or a federation route on a node without federation (1006, details.reason federation_disabled)' },
   413: { name: 'PayloadTooLarge', meaning: 'body over the size limit (1006)' },
+  415: { name: 'UnsupportedMediaType', meaning: 'unsupported media type (1006): send application/json' },
   422: { name: 'Unprocessable', meaning: 'invalid manifest or lockfile (1006), or the function failed (1007)' },
+  426: { name: 'UpgradeRequired', meaning: 'upgrade required (1006): a WebSocket path asked without Upgrade: websocket' },
   429: { name: 'RateLimited', meaning: 'rate limited (1005); see Retry-After' },
   500: { name: 'InternalError', meaning: 'internal error (1009; no details)' },
   502: { name: 'FederationUnreachable', meaning: 'federation unreachable (2001)' },
@@ -104,6 +103,8 @@ const ERRORS: Record<number, { name: string; meaning: string }> = {
 
 const HEADERS: Record<number, JsonSchema> = {
   401: { 'WWW-Authenticate': { description: 'Bearer', schema: { type: 'string' } } },
+  405: { Allow: { description: 'the methods the path takes', schema: { type: 'string' } } },
+  426: { Upgrade: { description: 'websocket', schema: { type: 'string' } } },
   429: { 'Retry-After': { description: 'seconds before a retry may succeed', schema: { type: 'integer' } } },
   503: { 'Retry-After': { description: 'seconds before a retry may succeed', schema: { type: 'integer' } } },
 }
@@ -174,7 +175,7 @@ function operationOf(route: RestRoute<never, unknown>, components: Components): 
   }
   const request = route.request === undefined
     ? undefined
-    : { required: true, content: { 'application/json': { schema: route.request instanceof z.ZodType ? jsonSchemaOf(route.request, components.schemas) : route.request } } }
+    : { required: route.requestOptional !== true, content: { 'application/json': { schema: route.request instanceof z.ZodType ? jsonSchemaOf(route.request, components.schemas) : route.request } } }
   return {
     operationId: operationIdOf(route.method, route.path),
     summary: route.summary,
@@ -188,7 +189,7 @@ function operationOf(route: RestRoute<never, unknown>, components: Components): 
 
 // GraphQL over HTTP and the /ws upgrade are mounted beside the router: described here by hand.
 const graphqlRequest = z.object({
-  query: z.string(),
+  query: z.string().min(1).regex(/[^\t\n\v\f\r ]/).describe('the GraphQL document (not empty or blank)'),
   variables: z.record(z.string(), z.unknown()).nullable().optional(),
   operationName: z.string().nullable().optional(),
 }).meta({ id: 'GraphqlRequest' })
@@ -203,14 +204,20 @@ const graphqlResponse = z.object({
   errors: z.array(graphqlError).optional(),
 }).meta({ id: 'GraphqlResponse' })
 /** Statuses a refused GraphQL request answers, with a GraphQL-shaped body (`errors`). */
-const GRAPHQL_ERRORS = [400, 401, 403, 405, 406, 413, 429, 500, 503]
+const GRAPHQL_ERRORS = [400, 401, 403, 405, 406, 413, 415, 429, 500, 503]
 
 function graphqlOperations(components: Components): JsonSchema {
   const responses = (): JsonSchema => ({
-    200: { description: 'the result (field errors beside data)', content: { 'application/json': { schema: jsonSchemaOf(graphqlResponse, components.schemas) } } },
+    200: {
+      description: 'the result (field errors beside data); application/graphql-response+json when Accept prefers it',
+      content: {
+        'application/json': { schema: jsonSchemaOf(graphqlResponse, components.schemas) },
+        'application/graphql-response+json': { schema: jsonSchemaOf(graphqlResponse, components.schemas) },
+      },
+    },
     ...errorResponses(GRAPHQL_ERRORS, components, 'graphql'),
   })
-  const queryParams = ['query', 'variables', 'operationName'].map((name) => ({ name, in: 'query', required: name === 'query', schema: { type: 'string' } }))
+  const queryParams = ['query', 'variables', 'operationName'].map((name) => ({ name, in: 'query', required: name === 'query', schema: NON_BLANK_TEXT }))
   return {
     get: {
       operationId: 'getGraphql',
@@ -227,14 +234,17 @@ function graphqlOperations(components: Components): JsonSchema {
   }
 }
 
+/** A query value with something in it (empty and blank ones are refused, as on every route). */
+const NON_BLANK_TEXT = { type: 'string', minLength: 1, pattern: '[^\\t\\n\\v\\f\\r ]' }
+
 function eventSocketOperations(components: Components): JsonSchema {
   return {
     get: {
       operationId: 'getWs',
       summary: 'WebSocket upgrade: execution and system events (JSON frames subscribe/unsubscribe/ping; credentials in Authorization, the subprotocol svc.bearer.<base64url token> offered with svc.events, or ?token=)',
       parameters: [
-        { name: 'token', in: 'query', required: false, description: 'the bearer token, for clients that cannot set headers', schema: { type: 'string' } },
-        { name: 'namespace', in: 'query', required: false, schema: { type: 'string' } },
+        { name: 'token', in: 'query', required: false, description: 'the bearer token, for clients that cannot set headers', schema: NON_BLANK_TEXT },
+        { name: 'namespace', in: 'query', required: false, schema: NON_BLANK_TEXT },
         {
           name: 'Sec-WebSocket-Protocol', in: 'header', required: false, schema: { type: 'string' },
           description: 'svc.events (selected when offered) and, for browsers, svc.bearer.<base64url token> (read as the bearer token, never echoed)',
@@ -242,11 +252,17 @@ function eventSocketOperations(components: Components): JsonSchema {
       ],
       responses: {
         101: { description: 'switching protocols' },
-        ...errorResponses([400, 401, 403, 429, 500, 503], components),
+        ...errorResponses([400, 401, 403, 426, 429, 500, 503], components),
       },
     },
   }
 }
+
+/**
+ * The path of the `/ws` event socket, upgraded beside the router (api/ws): documented here, and
+ * answered 426 by the REST door when asked without an upgrade.
+ */
+export const EVENT_SOCKET_PATH = '/ws'
 
 /**
  * The OpenAPI 3.1 description of everything this node answers over HTTP, generated from the REST
@@ -263,7 +279,7 @@ export function buildOpenApi(init: OpenApiInit, routes: readonly RestRoute<never
     paths[path][route.method] = operationOf(route, components)
   }
   paths['/graphql'] = graphqlOperations(components)
-  paths['/ws'] = eventSocketOperations(components)
+  paths[EVENT_SOCKET_PATH] = eventSocketOperations(components)
   const sorted = (map: Record<string, JsonSchema>) => Object.fromEntries(Object.entries(map).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
   const document = {
     openapi: '3.1.0',

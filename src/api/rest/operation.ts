@@ -46,6 +46,8 @@ export interface RestRoute<Q = Record<string, unknown>, B = unknown> {
   summary: string
   /** the request body (documentation; validated by the engine or `parseRequest` in the handler) */
   request?: z.ZodType | Record<string, unknown>
+  /** the body may be left out (no body reads as no arguments): the document says it is not required */
+  requestOptional?: boolean
   /** query parameters: parsed strictly before admission (1006 names the parameter) */
   query?: z.ZodObject<z.ZodRawShape>
   /** path parameters with a grammar beyond "a string" */

@@ -178,6 +178,8 @@ export function attachEventSocket(
     const call = envelope.open(EVENT_SOCKET_OPERATIONS.connect, credentials.ip)
     let principal: Principal
     try {
+      const malformed = blankParameterOf(url)
+      if (malformed !== undefined) throw malformed
       principal = await envelope.admit(call, credentials)
       if (closed) throw new SvcError('SERVICE_UNAVAILABLE', 'the node is shutting down')
       const open = reserved.get(principal.tenant_id) ?? 0
@@ -465,6 +467,25 @@ function rawText(data: RawData): string {
   if (Buffer.isBuffer(data)) return data.toString('utf8')
   if (Array.isArray(data)) return Buffer.concat(data).toString('utf8')
   return Buffer.from(data).toString('utf8')
+}
+
+/** A value with something in it: not empty, not only ASCII whitespace (the REST door's rule for query values). */
+const NOT_BLANK = /[^\t\n\v\f\r ]/
+
+/**
+ * 1006 for `?token=` or `?namespace=` empty, blank or given twice: never read as absent (an empty
+ * namespace would have been the key's own tenant), as on every route of the node.
+ */
+function blankParameterOf(url: URL): SvcError | undefined {
+  for (const name of ['token', 'namespace']) {
+    const values = url.searchParams.getAll(name)
+    if (values.length === 0) continue
+    if (values.length > 1) return validationFailed(`query parameter ${name} is given ${values.length} times; give it once`, [{ pointer: `/${name}`, message: 'given more than once' }])
+    if (!NOT_BLANK.test(values[0]!)) {
+      return validationFailed(`query parameter ${name} is ${values[0] === '' ? 'empty' : 'blank'}: give a value, or leave the parameter out`, [{ pointer: `/${name}`, message: 'empty or blank' }])
+    }
+  }
+  return undefined
 }
 
 /**

@@ -7,6 +7,19 @@ import { jsonPointer, parseOrThrow } from '../validation.js'
 import { FUNCTION_NAME, manifestFields } from './create-input.js'
 import type { CreateResult, FunctionRegistry } from './function-registry.js'
 
+/** Whitespace base64 tools put between characters (line breaks of `base64`'s 76-column output). */
+const B64_SPACE = '[\\t\\n\\r ]*'
+const B64_CHAR = `[A-Za-z0-9+/_-]${B64_SPACE}`
+const B64_PAD = `=${B64_SPACE}`
+/**
+ * Base64 text (the standard or the URL-safe alphabet, padded or not, whitespace anywhere) of at
+ * least one byte: what `/v1` publish decodes. The schema carries it, so the document says exactly
+ * what the node accepts.
+ */
+export const BASE64_SOURCE = new RegExp(
+  `^${B64_SPACE}(?:(?:${B64_CHAR}){4})*(?:(?:${B64_CHAR}){4}|(?:${B64_CHAR}){3}(?:${B64_PAD})?|(?:${B64_CHAR}){2}(?:${B64_PAD}${B64_PAD})?)$`,
+)
+
 /**
  * `/v1` publish (service-spec §2.3): runtime is a language plus version, e.g. `node20`,
  * `python3.11`; optionally a manifest and lockfile, validated as core create validates them. Any
@@ -15,11 +28,11 @@ import type { CreateResult, FunctionRegistry } from './function-registry.js'
 export const publishInputSchema = z.object({
   name: z.string().regex(FUNCTION_NAME, 'must be an identifier of at most 128 characters'),
   runtime: z.string().regex(/^(node|nodejs|javascript|js|typescript|ts|python)(-?[0-9]+(\.[0-9]+)*)?$/i, 'must be a runtime such as node20, typescript5 or python3.11'),
-  source: z.string().min(1, 'must be base64-encoded source'),
+  source: z.string().regex(BASE64_SOURCE, 'must be base64-encoded source'),
   description: z.string().max(4096).optional(),
   tags: z.array(z.string()).max(32).optional(),
   /** optional: read from the source when absent */
-  signature: z.string().max(1024).optional(),
+  signature: z.string().min(1).max(1024).optional(),
   ...manifestFields,
 }).strict()
 
@@ -46,7 +59,7 @@ export async function publishFunction(functions: FunctionRegistry, principal: Pr
     throw validationFailed(`invalid publish request: ${problems[0]!.pointer} is not a known field (known: ${Object.keys(publishInputSchema.shape).join(', ')})`, problems)
   }
   const input = parseOrThrow(publishInputSchema, raw, 'publish request')
-  const text = input.source.replace(/\s+/g, '')
+  const text = input.source.replace(/[\t\n\r ]+/g, '')
   // base64 of at most max_source_bytes bytes: 4 characters per 3 bytes, rounded up
   const maxText = 4 * Math.ceil(functions.maxSourceBytes / 3)
   if (text.length > maxText) {

@@ -8,6 +8,34 @@ import type { FunctionVersion, Principal } from '../types.js'
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 const MAX_WINDOW_MS = 30 * 86_400_000
 
+/**
+ * A decimal integer from 1 to `max` (no sign, no leading zero) as a regular expression source:
+ * what a JSON Schema `pattern` can say of a bounded number written in text.
+ */
+export function decimalUpTo(max: number): string {
+  const digits = String(max)
+  const alternatives: string[] = []
+  // every number with fewer digits
+  if (digits.length > 1) alternatives.push(digits.length === 2 ? '[1-9]' : `[1-9][0-9]{0,${digits.length - 2}}`)
+  // as many digits: a prefix of max, then a smaller digit, then anything
+  for (let i = 0; i < digits.length; i++) {
+    const d = Number(digits[i])
+    const low = i === 0 ? 1 : 0
+    if (d - 1 >= low) {
+      const rest = digits.length - i - 1
+      alternatives.push(`${digits.slice(0, i)}${d - 1 === low ? String(low) : `[${low}-${d - 1}]`}${rest > 1 ? `[0-9]{${rest}}` : rest === 1 ? '[0-9]' : ''}`)
+    }
+  }
+  alternatives.push(digits)
+  return `(?:${alternatives.join('|')})`
+}
+
+/**
+ * A telemetry window: a count and a unit (`30s`, `15m`, `6h`, `7d`), at most 30 days. The REST
+ * door's query schema carries this pattern, so the document states the same bound.
+ */
+export const TELEMETRY_WINDOW = new RegExp(`^(?:${Object.keys(UNITS).map((unit) => `${decimalUpTo(MAX_WINDOW_MS / UNITS[unit]!)}${unit}`).join('|')})$`)
+
 /** decisions.md telemetry response. */
 export interface FunctionTelemetry {
   /** as asked: the short RUFID (every version) or the full one (that version) */
@@ -24,12 +52,11 @@ export interface FunctionTelemetry {
 
 /** `30s`, `15m`, `6h`, `7d` → milliseconds (1006 otherwise; at most 30 days). */
 export function parseWindow(window: unknown): number {
-  const m = typeof window === 'string' ? /^([1-9][0-9]{0,6})(s|m|h|d)$/.exec(window) : null
-  const ms = m ? Number(m[1]) * UNITS[m[2]!]! : NaN
-  if (!m || ms > MAX_WINDOW_MS) {
+  const m = typeof window === 'string' && TELEMETRY_WINDOW.test(window) ? /^([0-9]+)([smhd])$/.exec(window) : null
+  if (!m) {
     throw validationFailed('window must be a duration such as 30s, 15m, 6h or 7d (at most 30d)', [{ pointer: '/window', message: 'malformed window' }])
   }
-  return ms
+  return Number(m[1]) * UNITS[m[2]!]!
 }
 
 /** Nearest-rank percentile of sorted values. */

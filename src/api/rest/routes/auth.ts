@@ -6,12 +6,19 @@ import { auditQuerySchema, nativeExecuteRequestSchema } from './request-schemas.
 import { auditPageSchema, keyListSchema, keyRevocationSchema, mintedKeySchema, nativeExecutionSchema } from './response-schemas.js'
 
 /** API keys, the audit log and the native/test-mode group (service-spec §4.3). */
-export function authRoutes(engine: Engine, init: { maxExpiresDays: number }): RestRoute<never, unknown>[] {
+export function authRoutes(engine: Engine, init: { maxExpiresDays: number; defaultExpiresDays: number | null }): RestRoute<never, unknown>[] {
+  const mint = mintRequestSchema({ defaultExpiresDays: init.defaultExpiresDays, maxExpiresDays: init.maxExpiresDays })
+  // while keys of this node expire, `expires_days: null` (never) is refused (1006): the document
+  // allows null only on a node whose auth.keys.default_expires_days is null
+  const mintRequest = init.defaultExpiresDays === null ? mint : mint.extend({
+    expires_days: mint.shape.expires_days.unwrap().unwrap().optional()
+      .describe(`days until the key expires, 1 to ${init.maxExpiresDays} (default ${init.defaultExpiresDays})`),
+  })
   return [
     defineRoute({
       method: 'post', path: '/api/v1/auth/v2/api-keys', operation: 'auth.key_mint',
       summary: 'Mint an API key (admin); the key is shown once',
-      request: mintRequestSchema({ defaultExpiresDays: 90, maxExpiresDays: init.maxExpiresDays }).meta({ id: 'ApiKeyRequest' }),
+      request: mintRequest.meta({ id: 'ApiKeyRequest' }),
       responses: { 201: mintedKeySchema },
       errors: [...CALLER_ERRORS, ...BODY_ERRORS],
       async handle(principal, ctx) {

@@ -13,9 +13,9 @@ export function federationMemberRoutes(engine: Engine): RestRoute<never, unknown
   return [
     defineRoute({
       method: 'get', path: '/api/v1/federation/members', operation: 'federation.members',
-      summary: "Known nodes with certificate, last seen and each member's catalog digest beside this node's (2001 without federation)",
+      summary: "Known nodes with certificate, last seen and each member's catalog digest beside this node's (409 federation_disabled without federation)",
       responses: { 200: memberStatusListSchema },
-      errors: [...CALLER_ERRORS, 502],
+      errors: [...CALLER_ERRORS, 409, 502],
       async handle(principal) {
         requirePermission(principal!, 'rufid.read')
         const port = federationOf(engine)

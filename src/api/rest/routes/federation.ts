@@ -7,10 +7,18 @@ import {
   catalogDigestSchema, conflictListSchema, discoverySchema, memberListSchema, registrationAnswerSchema, syncBatchSchema,
 } from './response-schemas.js'
 
-/** The federation port of the engine; 2001 when this node is not a federation member. */
+/**
+ * The federation port of the engine. A node without federation answers 409 with 1006 and
+ * `details.reason: 'federation_disabled'`: nothing was unreachable (2001, 502 would say a member
+ * could not be reached), the node is configured to run alone.
+ */
 export const federationOf = (engine: Engine): FederationPort => {
   const port = engine.federation.port
-  if (port === undefined) throw new SvcError('FEDERATION_UNREACHABLE', 'this node is not a federation member (federation.enabled is false)')
+  if (port === undefined) {
+    throw new SvcError('VALIDATION_FAILED', 'this node is not a federation member (federation.enabled is false)', {
+      reason: 'federation_disabled', details: { reason: 'federation_disabled' },
+    })
+  }
   return port
 }
 
@@ -23,10 +31,10 @@ export function federationRoutes(engine: Engine): RestRoute<never, unknown>[] {
     defineRoute({
       // a node registers with its certificate (checked against the federation CA and its node_id)
       method: 'post', path: '/api/v1/federation/nodes', operation: 'federation.register', access: 'public',
-      summary: 'Register a node by its federation certificate (2001 when this node has no federation)',
+      summary: 'Register a node by its federation certificate (409 federation_disabled when this node has no federation)',
       request: registrationRequestSchema,
       responses: { 201: registrationAnswerSchema },
-      errors: [...BODY_ERRORS, 403, 502],
+      errors: [...BODY_ERRORS, 403, 409, 502],
       async handle(_principal, ctx) {
         const nodes = await federationOf(engine).register(bodyOf(ctx))
         ctx.status = 201
@@ -38,7 +46,7 @@ export function federationRoutes(engine: Engine): RestRoute<never, unknown>[] {
       method: 'get', path: '/api/v1/federation/nodes', operation: 'federation.nodes',
       summary: 'Federation members',
       responses: { 200: memberListSchema },
-      errors: [...CALLER_ERRORS, 502],
+      errors: [...CALLER_ERRORS, 409, 502],
       async handle(principal) {
         requirePermission(principal!, 'rufid.read')
         const port = federationOf(engine)
@@ -50,7 +58,7 @@ export function federationRoutes(engine: Engine): RestRoute<never, unknown>[] {
       method: 'get', path: '/api/v1/federation/discover/:rufid', operation: 'federation.discover',
       summary: 'Nodes that provide a RUFID (DHT and catalog)',
       responses: { 200: discoverySchema },
-      errors: [...CALLER_ERRORS, 400, 404, 502],
+      errors: [...CALLER_ERRORS, 400, 404, 409, 502],
       rufidOf: rufidOfPath,
       async handle(principal, ctx) {
         requirePermission(principal!, 'rufid.read')

@@ -47,7 +47,7 @@ export function functionRoutes(engine: Engine, init: { maxSourceBytes: number })
     defineRoute({
       method: 'post', path: '/api/v1/functions/:rufid/execute', operation: 'rufid.execute',
       summary: 'Execute a function with named (an object) or positional (an array) arguments',
-      request: executeRequestSchema, params: rufidParam,
+      request: executeRequestSchema, requestOptional: true, params: rufidParam,
       responses: { 200: executionSchema },
       errors: [...CALLER_ERRORS, ...BODY_ERRORS, ...FUNCTION_ERRORS, ...EXECUTION_ERRORS],
       rufidOf: rufidOfPath,
