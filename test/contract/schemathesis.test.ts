@@ -21,11 +21,6 @@ const RUN_TIMEOUT_MS = 8 * 60_000
 /** Operations not run at all. */
 const EXCLUDED_OPERATIONS: Array<{ method: string; path: string; reason: string }> = [
   {
-    method: 'DELETE', path: '/api/v1/auth/v2/api-keys/{keyId}',
-    reason: 'revoking a key: the stateful phase revokes the run\'s own admin key (the last one of the node), and every later call is refused '
-      + '(issue 28: the last active admin key becomes unrevocable in another branch; drop this exclusion once it is merged)',
-  },
-  {
     method: 'GET', path: '/ws',
     reason: 'a WebSocket upgrade, not an HTTP exchange: asked without an upgrade it answers 426 (test/api/http-semantics.test.ts); '
       + 'its frames are tested in test/api/ws/',
