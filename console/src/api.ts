@@ -70,7 +70,11 @@ export async function api<T = Record<string, unknown>>(method: string, path: str
 /** `?a=1&b=2` of the defined, non-empty values. */
 export function queryOf(values: Record<string, string | number | undefined | null>): string {
   const q = new URLSearchParams()
-  for (const [k, v] of Object.entries(values)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v))
+  for (const [k, v] of Object.entries(values)) {
+    // an empty or blank value is left out (the node refuses one with 400: it never means "all")
+    const text = v === undefined || v === null ? '' : String(v).trim()
+    if (text !== '') q.set(k, text)
+  }
   const s = q.toString()
   return s ? `?${s}` : ''
 }
