@@ -68,6 +68,10 @@ describe('normalization', () => {
     expect(languageFamily('GOLANG')).toBe('go')
     expect(languageFamily('Py')).toBe('python')
     expect(languageFamily('rust')).toBe('plain')
+    for (const l of ['python', 'python3', 'py']) expect(languageFamily(l), l).toBe('python')
+    for (const l of ['javascript', 'js', 'node', 'nodejs', 'typescript', 'ts', 'jsx', 'tsx', 'mjs', 'cjs']) expect(languageFamily(l), l).toBe('js')
+    for (const l of ['go', 'golang']) expect(languageFamily(l), l).toBe('go')
+    for (const l of ['', 'java', 'pythonx', 'constructor', 'toString', '__proto__']) expect(languageFamily(l), l).toBe('plain')
   })
 
   it('keeps the executed source untouched (normalization is only for identity)', () => {

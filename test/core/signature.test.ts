@@ -83,3 +83,19 @@ describe('deriveSignature', () => {
     expect(failureOf(() => deriveSignature({ function_name: 'add', language: 'js', source_code: 'function readd(a) {}\nconst adder = (b) => b' })).code).toBe(1006)
   })
 })
+
+describe('signatureNotDerivable', () => {
+  // the message and details a door returns as they are: each reason says what was wrong
+  it('names the function, the reason and the remedy', () => {
+    const e = (function_name: string, language: string, source_code: string): SvcError => failureOf(() => deriveSignature({ function_name, language, source_code }))
+    const none = e('add', 'python', 'x = 1')
+    expect(none.name).toBe('VALIDATION_FAILED')
+    expect(none.message).toBe('cannot derive the signature of function "add": no definition of "add" was found in the source; give an explicit signature')
+    expect(none.details).toStrictEqual({ function_name: 'add', reason: 'no_definition', problems: [{ pointer: '/signature', message: 'required: it cannot be derived from the source' }] })
+    expect(e('add', 'js', 'function add(a {').message)
+      .toBe('cannot derive the signature of function "add": the parameter list of "add" in the source is not balanced; give an explicit signature')
+    const plain = e('q', 'SQL', 'select 1')
+    expect(plain.message).toBe('cannot derive the signature of function "q": language "SQL" has no signature derivation; give an explicit signature')
+    expect(plain.details.reason).toBe('unsupported_language')
+  })
+})
