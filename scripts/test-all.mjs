@@ -69,8 +69,9 @@ step('Python gRPC stubs (svc.v1) are what scripts/gen-python-grpc.py writes', 'p
 
 // 2b. mutation score of src/core: Stryker, incremental from the committed
 // reports/stryker-incremental.json, so only mutants whose code or covering tests changed are tested
-// again; exits non-zero below 90 % (stryker.config.mjs thresholds.break). See docs/notes/mutation.md.
-step('mutation score of src/core >= 90 % (npm run mutation, incremental)', 'npm', ['run', 'mutation', '--silent'])
+// again; exits non-zero below stryker.config.mjs thresholds.break (83 % now; issue 28's goal is 90 %).
+// See docs/notes/mutation.md.
+step('mutation score of src/core >= thresholds.break (npm run mutation, incremental)', 'npm', ['run', 'mutation', '--silent'])
 
 // 3. pytest suites: the Python client, and the sandbox's Python prelude under CPython
 function pytestSuite(label, dir, reportName) {
