@@ -13,7 +13,7 @@ const restrict = (groups, message) => ({
 const adapters = ['rest', 'graphql', 'grpc', 'ws']
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'clients/**', 'bench/results/**', '.tools/**', 'src/api/grpc/generated/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'clients/**', 'bench/results/**', '.tools/**', '.stryker-tmp/**', 'src/api/grpc/generated/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -266,6 +266,16 @@ M('signed-error-with-result', 'correctly signed, but an error carries a result d
 M('signed-timeout-not-1004', 'correctly signed, but a timeout is not 1004', signedA({ ...timedOut, error_code: 1007 }))
 M('signed-finished-before-started', 'correctly signed, but it finished before it started', signedA({ ...base, finished_at: '2026-05-31T11:59:59.999Z' }))
 M('not-an-object', 'a receipt is a JSON object', [valid])
+// each field's pattern is the whole value: correctly signed values with something before or after (issue 28)
+M('execution-id-with-prefix', 'correctly signed, but text precedes the execution id', signedA({ ...base, execution_id: `ex_bad-${base.execution_id}` }))
+M('execution-id-with-suffix', 'correctly signed, but text follows the execution id', signedA({ ...base, execution_id: `${base.execution_id}-ex_bad` }))
+M('rufid-with-prefix', 'correctly signed, but text precedes the full RUFID', signedA({ ...base, rufid: `x${base.rufid}` }))
+M('rufid-with-suffix', 'correctly signed, but text follows the full RUFID', signedA({ ...base, rufid: `${base.rufid} extra` }))
+M('digest-with-prefix', 'correctly signed, but text precedes a digest', signedA({ ...base, lockfile_digest: `x${base.lockfile_digest}` }))
+M('digest-too-long', 'correctly signed, but a digest has 65 hex digits', signedA({ ...base, arguments_digest: `${base.arguments_digest}0` }))
+M('result-digest-too-long', 'correctly signed, but the result digest has 65 hex digits', signedA({ ...base, result_digest: `${base.result_digest}0` }))
+M('certificate-leading-text', 'only ASCII white space may precede the PEM block', { ...valid, certificate: `note\n${valid.certificate}` })
+M('certificate-trailing-text', 'only ASCII white space may follow the PEM block', { ...valid, certificate: `${valid.certificate}trailer\n` })
 
 const ids = new Set()
 for (const c of cases) {

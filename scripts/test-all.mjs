@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs every test suite of the repository — lint and type checks, the TypeScript suites (vitest),
-// the Python client (pytest) and the Go client (go test) — and ends with one plain line
+// the mutation score of src/core (Stryker, incremental), the Python client (pytest) and the Go
+// client (go test) — and ends with one plain line
 // `N passed, N failed[, N skipped]` computed from the runners' own machine-readable reports.
 // Exits non-zero when anything failed or a runner could not report.
 import { spawnSync } from 'node:child_process'
@@ -65,6 +66,12 @@ step('Python gRPC stubs (svc.v1) are what scripts/gen-python-grpc.py writes', 'p
     problems.push('vitest wrote no report')
   }
 }
+
+// 2b. mutation score of src/core: Stryker, incremental from the committed
+// reports/stryker-incremental.json, so only mutants whose code or covering tests changed are tested
+// again; exits non-zero below stryker.config.mjs thresholds.break (83 % now; issue 28's goal is 90 %).
+// See docs/notes/mutation.md.
+step('mutation score of src/core >= thresholds.break (npm run mutation, incremental)', 'npm', ['run', 'mutation', '--silent'])
 
 // 3. pytest suites: the Python client, and the sandbox's Python prelude under CPython
 function pytestSuite(label, dir, reportName) {

@@ -30,8 +30,10 @@ const FAMILIES: Record<string, LanguageFamily> = {
   go: 'go', golang: 'go',
 }
 
+/** §3; own names only: `constructor`, `toString`… are languages of the plain family, not Object's members. */
 export function languageFamily(language: string): LanguageFamily {
-  return FAMILIES[language.toLowerCase()] ?? 'plain'
+  const key = language.toLowerCase()
+  return Object.hasOwn(FAMILIES, key) ? FAMILIES[key]! : 'plain'
 }
 
 /** space, tab, LF, VT, FF, CR (§2.3) */

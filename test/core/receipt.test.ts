@@ -72,6 +72,29 @@ describe('receipt vectors (test/vectors/receipts-v1.json)', () => {
     })
   }
 
+  // the message says which member or check failed and why: a verifier's user reads nothing else
+  it('each refused vector has its message', () => {
+    const messages: Record<string, string> = {}
+    for (const c of vectors.cases) {
+      if (c.expect.valid) continue
+      try {
+        verdictOf(c)
+        verifyReceipt(c.receipt, {
+          caCertPem: c.verify.ca === undefined ? undefined : vectors.certificates[c.verify.ca]!.pem,
+          revoked: c.verify.revoked,
+          args: c.verify.args_json === undefined ? undefined : JSON.parse(c.verify.args_json),
+          result: c.verify.result_json === undefined ? undefined : JSON.parse(c.verify.result_json),
+          now: new Date(vectors.now),
+        })
+      } catch (err) {
+        // as JSON text: a lone surrogate in a message would not survive the snapshot file's UTF-8
+        messages[c.id] = JSON.stringify((err as Error).message)
+      }
+    }
+    expect(Object.keys(messages).length).toBe(vectors.cases.filter((c) => !c.expect.valid).length)
+    expect(messages).toMatchSnapshot()
+  })
+
   it('a verdict changes when the expectation is wrong (the suite can fail)', () => {
     const valid = vectors.cases.find((c) => c.id === 'valid')!
     const receipt = { ...(valid.receipt as Receipt), status: 'error' }

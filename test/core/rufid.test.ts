@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
-  base62, computeRufid, formatRufid, languageFamily, normalizeSource, parseRufid, parseVersionLabel, prepareSource, trimAsciiWhitespace,
+  base62, computeRufid, formatRufid, isShortRufid, isValidTenantId, languageFamily, normalizeSource, parseRufid, parseVersionLabel, prepareSource,
+  trimAsciiWhitespace,
 } from '../../src/core/rufid.js'
 import { SvcError } from '../../src/core/errors.js'
 
@@ -67,6 +68,10 @@ describe('normalization', () => {
     expect(languageFamily('GOLANG')).toBe('go')
     expect(languageFamily('Py')).toBe('python')
     expect(languageFamily('rust')).toBe('plain')
+    for (const l of ['python', 'python3', 'py']) expect(languageFamily(l), l).toBe('python')
+    for (const l of ['javascript', 'js', 'node', 'nodejs', 'typescript', 'ts', 'jsx', 'tsx', 'mjs', 'cjs']) expect(languageFamily(l), l).toBe('js')
+    for (const l of ['go', 'golang']) expect(languageFamily(l), l).toBe('go')
+    for (const l of ['', 'java', 'pythonx', 'constructor', 'toString', '__proto__']) expect(languageFamily(l), l).toBe('plain')
   })
 
   it('keeps the executed source untouched (normalization is only for identity)', () => {
@@ -124,6 +129,9 @@ describe('parsing and validation (1001)', () => {
     'rufid:AbC123xyz789', 'rufid:AbC123xyz789:v0:t', 'rufid:AbC123xyz789:v01:t', 'rufid:AbC123xyz789:1:t',
     'rufid:AbC123xyz789:v1:', 'rufid:AbC123xyz789:v1:ten ant', `rufid:AbC123xyz789:v1:${'t'.repeat(65)}`,
     'RUFID:AbC123xyz789:v1:t', 12, null, undefined, {}, ['AbC123xyz789'],
+    // the patterns are the whole value (issue 28: without their anchors these parsed)
+    'AbC123xyz789\n', 'xrufid:AbC123xyz789:v1:t', ' rufid:AbC123xyz789:v1:t', 'rufid:AbC123xyz789:v1:t!', 'rufid:AbC123xyz789:v1:t\n',
+    `rufid:AbC123xyz789:v1:${'t'.repeat(64)}x!`, 'rufid:AbC123xyz789:v9007199254740993:t',
   ])('rejects %j with 1001', (bad) => {
     try {
       parseRufid(bad)
@@ -137,6 +145,23 @@ describe('parsing and validation (1001)', () => {
   it('parses version labels', () => {
     expect(parseVersionLabel('v1')).toBe(1)
     expect(parseVersionLabel('v42')).toBe(42)
-    for (const bad of ['1', 'v0', 'V1', 'v', 'v1.0', '', 3]) expect(() => parseVersionLabel(bad)).toThrow(SvcError)
+    expect(parseVersionLabel('v9007199254740991')).toBe(9007199254740991)
+    for (const bad of ['1', 'v0', 'V1', 'v', 'v1.0', '', 3, 'v1x', 'xv1', 'v1\n', 'v9007199254740993', null]) {
+      expect(() => parseVersionLabel(bad), String(bad)).toThrow(expect.objectContaining({ code: 1001, message: `malformed version label: ${JSON.stringify(bad)}` }))
+    }
+  })
+
+  it('says why a RUFID is refused', () => {
+    expect(() => parseRufid(7)).toThrow(expect.objectContaining({ code: 1001, message: 'RUFID must be a string: 7' }))
+    expect(() => parseRufid('nope')).toThrow(expect.objectContaining({ code: 1001, message: 'malformed RUFID: "nope"' }))
+    expect(() => parseRufid('rufid:AbC123xyz789:v9007199254740993:t')).toThrow(expect.objectContaining({ message: 'version out of range: "rufid:AbC123xyz789:v9007199254740993:t"' }))
+    expect(parseRufid('rufid:AbC123xyz789:v9007199254740991:t').version).toBe(9007199254740991)
+  })
+
+  it('checks short RUFIDs and tenant ids as whole values', () => {
+    expect(isShortRufid('AbC123xyz789')).toBe(true)
+    for (const bad of ['AbC123xyz78', 'AbC123xyz7890', ' AbC123xyz789', 'AbC123xyz789\n', 12]) expect(isShortRufid(bad), String(bad)).toBe(false)
+    for (const ok of ['t', 'tenant-a.b_c', 'T'.repeat(64)]) expect(isValidTenantId(ok), ok).toBe(true)
+    for (const bad of ['', ' t', 't ', 't\n', 'x!t', 't!', 'T'.repeat(65), 7, null]) expect(isValidTenantId(bad), String(bad)).toBe(false)
   })
 })
