@@ -28,20 +28,20 @@ def with_rufid_forms(body: Any) -> Any:
     """Adds the missing one of ``rufid_short`` / ``full_rufid`` to a dict naming a function (in place)."""
     if not isinstance(body, dict):
         return body
-    full = next((v for v in (body.get("full_rufid"), body.get("rufid")) if isinstance(v, str) and _FULL.match(v)), None)
+    full = next((v for v in (body.get("full_rufid"), body.get("rufid")) if isinstance(v, str) and _FULL.fullmatch(v)), None)
     if "full_rufid" not in body and full is not None:
         body["full_rufid"] = full
     if "rufid_short" not in body:
-        m = _FULL.match(full) if full is not None else None
+        m = _FULL.fullmatch(full) if full is not None else None
         rufid = body.get("rufid")
         if m:
             body["rufid_short"] = m.group(1)
-        elif isinstance(rufid, str) and _SHORT.match(rufid):
+        elif isinstance(rufid, str) and _SHORT.fullmatch(rufid):
             body["rufid_short"] = rufid
     short, version = body.get("rufid_short"), body.get("version")
     if "full_rufid" not in body and isinstance(short, str) and isinstance(version, str):
         tenant = body.get("tenant_id", body.get("tenant"))
-        v = _VERSION.match(version)
+        v = _VERSION.fullmatch(version)
         if v and isinstance(tenant, str):
             try:
                 body["full_rufid"] = format_rufid(short, int(v.group(1)), tenant)
