@@ -70,7 +70,7 @@ step('Python gRPC stubs (svc.v1) are what scripts/gen-python-grpc.py writes', 'p
 // 2b. mutation score of src/core: Stryker, incremental from the committed
 // reports/stryker-incremental.json, so only mutants whose code or covering tests changed are tested
 // again; exits non-zero below stryker.config.mjs thresholds.break (83 % now; issue 28's goal is 90 %).
-// See docs/notes/mutation.md.
+// See docs/mutation-testing.md.
 step('mutation score of src/core >= thresholds.break (npm run mutation, incremental)', 'npm', ['run', 'mutation', '--silent'])
 
 // 3. pytest suites: the Python client, and the sandbox's Python prelude under CPython
