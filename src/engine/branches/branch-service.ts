@@ -72,6 +72,7 @@ export class BranchService {
     requirePermission(principal, 'rufid.create')
     const body = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {}
     const req = parseOrThrow(deploySchema, body, 'deploy request')
+    this.c.registry.admitLanguage(body.language) // before the branch key or the source is hashed
     const tenant = principal.tenant_id
     const name = req.function_name
     const branch = req.branch ?? DEFAULT_BRANCH
