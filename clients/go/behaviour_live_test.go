@@ -118,6 +118,10 @@ var behaviourScenarios = map[string]func(t *testing.T, ctx context.Context, admi
 		if e := wantErr(t, err, svc.ErrRUFIDNotFound, "1002"); e.HTTPStatus != 404 || e.Name != "RUFID_NOT_FOUND" {
 			t.Errorf("1002: %+v", e)
 		}
+		_, err = admin.GetExecution(ctx, "ex_00000000000000000000000000")
+		if e := wantErr(t, err, svc.ErrNotFound, "1011"); e.HTTPStatus != 404 || e.Name != "NOT_FOUND" || e.Details["resource"] != "execution" || !svc.IsResourceNotFound(err) {
+			t.Errorf("1011: %+v", e)
+		}
 		_, err = admin.With(svc.WithToken("")).ListFunctions(ctx, svc.ListOptions{})
 		if e := wantErr(t, err, svc.ErrPermissionDenied, "no credentials"); e.HTTPStatus != 401 || !svc.IsUnauthenticated(err) {
 			t.Errorf("401: %+v", e)

@@ -658,10 +658,11 @@ func TestErrorDecoding(t *testing.T) {
 		{svc.CodeValidationFailed, 422, "VALIDATION_FAILED", svc.IsValidationFailed, svc.ErrValidationFailed},
 		{svc.CodeExecutionFailed, 422, "EXECUTION_FAILED", svc.IsExecutionFailed, svc.ErrExecutionFailed},
 		{svc.CodeRUFIDCollision, 409, "RUFID_COLLISION", svc.IsCollision, svc.ErrRUFIDCollision},
+		{svc.CodeNotFound, 404, "NOT_FOUND", svc.IsResourceNotFound, svc.ErrNotFound},
 		{svc.CodeFederationUnreachable, 502, "FEDERATION_UNREACHABLE", svc.IsFederationUnreachable, svc.ErrFederationUnreachable},
 		{svc.CodeSyncConflict, 409, "SYNC_CONFLICT", svc.IsSyncConflict, svc.ErrSyncConflict},
 	}
-	wantCodes := []int{1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 2001, 2002}
+	wantCodes := []int{1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1011, 2001, 2002}
 	for i, tc := range cases {
 		if tc.code != wantCodes[i] || svc.CodeName(tc.code) != tc.name || tc.sentinel.Name != tc.name {
 			t.Errorf("constant for %s = %d (name %q)", tc.name, tc.code, svc.CodeName(tc.code))

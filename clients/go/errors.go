@@ -23,6 +23,7 @@ const (
 	CodeRUFIDCollision        = 1008 // RUFID_COLLISION, HTTP 409
 	CodeInternalError         = 1009 // INTERNAL_ERROR (daemon addition), HTTP 500
 	CodeServiceUnavailable    = 1010 // SERVICE_UNAVAILABLE (daemon addition), HTTP 503
+	CodeNotFound              = 1011 // NOT_FOUND (daemon addition: not a function; details.resource), HTTP 404
 	CodeFederationUnreachable = 2001 // FEDERATION_UNREACHABLE, HTTP 502
 	CodeSyncConflict          = 2002 // SYNC_CONFLICT, HTTP 409
 )
@@ -38,6 +39,7 @@ var codeNames = map[int]string{
 	CodeRUFIDCollision:        "RUFID_COLLISION",
 	CodeInternalError:         "INTERNAL_ERROR",
 	CodeServiceUnavailable:    "SERVICE_UNAVAILABLE",
+	CodeNotFound:              "NOT_FOUND",
 	CodeFederationUnreachable: "FEDERATION_UNREACHABLE",
 	CodeSyncConflict:          "SYNC_CONFLICT",
 }
@@ -105,6 +107,7 @@ var (
 	ErrRUFIDCollision        = &Error{Code: CodeRUFIDCollision, Name: "RUFID_COLLISION"}
 	ErrInternal              = &Error{Code: CodeInternalError, Name: "INTERNAL_ERROR"}
 	ErrServiceUnavailable    = &Error{Code: CodeServiceUnavailable, Name: "SERVICE_UNAVAILABLE"}
+	ErrNotFound              = &Error{Code: CodeNotFound, Name: "NOT_FOUND"}
 	ErrFederationUnreachable = &Error{Code: CodeFederationUnreachable, Name: "FEDERATION_UNREACHABLE"}
 	ErrSyncConflict          = &Error{Code: CodeSyncConflict, Name: "SYNC_CONFLICT"}
 )
@@ -142,8 +145,12 @@ func hasCode(err error, code int) bool { return ErrorCode(err) == code }
 // IsInvalidRUFID reports error 1001.
 func IsInvalidRUFID(err error) bool { return hasCode(err, CodeInvalidRUFID) }
 
-// IsNotFound reports error 1002 RUFID_NOT_FOUND.
+// IsNotFound reports error 1002 RUFID_NOT_FOUND (a function or version); see IsResourceNotFound for 1011.
 func IsNotFound(err error) bool { return hasCode(err, CodeRUFIDNotFound) }
+
+// IsResourceNotFound reports error 1011 NOT_FOUND: something that is not a function does not exist
+// (an execution, its receipt, an API key, a branch; Details["resource"] names which).
+func IsResourceNotFound(err error) bool { return hasCode(err, CodeNotFound) }
 
 // IsPermissionDenied reports error 1003 (both 401 and 403).
 func IsPermissionDenied(err error) bool { return hasCode(err, CodePermissionDenied) }

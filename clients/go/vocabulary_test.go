@@ -98,7 +98,7 @@ var sentinels = map[string]error{
 	"ErrInvalidRUFID": svc.ErrInvalidRUFID, "ErrRUFIDNotFound": svc.ErrRUFIDNotFound, "ErrPermissionDenied": svc.ErrPermissionDenied,
 	"ErrExecutionTimeout": svc.ErrExecutionTimeout, "ErrRateLimited": svc.ErrRateLimited, "ErrValidationFailed": svc.ErrValidationFailed,
 	"ErrExecutionFailed": svc.ErrExecutionFailed, "ErrRUFIDCollision": svc.ErrRUFIDCollision, "ErrInternal": svc.ErrInternal,
-	"ErrServiceUnavailable": svc.ErrServiceUnavailable, "ErrFederationUnreachable": svc.ErrFederationUnreachable,
+	"ErrServiceUnavailable": svc.ErrServiceUnavailable, "ErrNotFound": svc.ErrNotFound, "ErrFederationUnreachable": svc.ErrFederationUnreachable,
 	"ErrSyncConflict": svc.ErrSyncConflict, "ErrConnectionFailed": svc.ErrConnectionFailed, "ErrWaitTimeout": svc.ErrWaitTimeout,
 }
 

@@ -59,7 +59,7 @@ export class InvalidRufidError extends SvcError {
   }
 }
 
-/** 1002: no such RUFID (or version, or execution) in the caller's tenant. */
+/** 1002: no such RUFID (or version) in the caller's tenant. */
 export class RufidNotFoundError extends SvcError {
   constructor(init: SvcErrorSubclassInit) {
     super({ ...init, code: ERROR_CODES.RUFID_NOT_FOUND, name: init.name ?? 'RUFID_NOT_FOUND' })
@@ -122,6 +122,16 @@ export class ServiceUnavailableError extends SvcError {
   }
 }
 
+/**
+ * 1011: something that is not a function does not exist in the caller's tenant: an execution, its
+ * receipt (not yet, or none), an API key, a branch. `details.resource` names which.
+ */
+export class NotFoundError extends SvcError {
+  constructor(init: SvcErrorSubclassInit) {
+    super({ ...init, code: ERROR_CODES.NOT_FOUND, name: init.name ?? 'NOT_FOUND' })
+  }
+}
+
 /** 2001: no federation node could be reached. */
 export class FederationUnreachableError extends SvcError {
   constructor(init: SvcErrorSubclassInit) {
@@ -161,6 +171,7 @@ const CLASSES = new Map<number, new (init: SvcErrorSubclassInit) => SvcError>([
   [1008, RufidCollisionError],
   [1009, InternalError],
   [1010, ServiceUnavailableError],
+  [1011, NotFoundError],
   [2001, FederationUnreachableError],
   [2002, SyncConflictError],
 ])

@@ -14,7 +14,7 @@ export {
 } from './client.js'
 export {
   ERROR_CODES, ExecutionFailedError, ExecutionTimeoutError, FederationUnreachableError, InternalError, InvalidRufidError,
-  PermissionDeniedError, RateLimitedError, RufidCollisionError, RufidNotFoundError, ServiceUnavailableError,
+  NotFoundError, PermissionDeniedError, RateLimitedError, RufidCollisionError, RufidNotFoundError, ServiceUnavailableError,
   SvcConnectionError, SvcError, SyncConflictError, ValidationFailedError, WaitTimeoutError,
   errorFromResponse, isSvcError,
   type SvcErrorInit, type SvcErrorSubclassInit,

@@ -4,8 +4,9 @@
  * status space in exactly one place (see `api/<protocol>/errors.ts`).
  *
  * 1001–1005 and 2001–2002 are the interface's codes (service-spec §7). 1006–1008 are fixed by
- * decisions.md. 1009 and 1010 are this project's additions for failures the interface does
- * not name (an internal fault, a node that is draining or overloaded).
+ * decisions.md. 1009, 1010 and 1011 are this project's additions for failures the interface does
+ * not name (an internal fault, a node that is draining or overloaded, something not found that
+ * is not a function: 1002 stays for RUFIDs and their versions).
  */
 export const ERROR_CODES = {
   INVALID_RUFID: 1001,
@@ -18,6 +19,7 @@ export const ERROR_CODES = {
   RUFID_COLLISION: 1008,
   INTERNAL_ERROR: 1009,
   SERVICE_UNAVAILABLE: 1010,
+  NOT_FOUND: 1011,
   FEDERATION_UNREACHABLE: 2001,
   SYNC_CONFLICT: 2002,
 } as const
@@ -86,6 +88,14 @@ export const rufidNotFound = (rufid: string, version?: string): SvcError =>
   new SvcError('RUFID_NOT_FOUND', `RUFID ${rufid}${version ? ` ${version}` : ''} does not exist`, {
     details: version ? { rufid, version } : { rufid },
   })
+
+/**
+ * 1011: something that is not a function does not exist (or is not the caller's tenant's).
+ * `details.resource` names what (`execution`, `receipt`, `api_key`, `branch`), beside the
+ * identifiers asked for.
+ */
+export const notFound = (resource: string, message: string, details: Record<string, unknown> = {}): SvcError =>
+  new SvcError('NOT_FOUND', message, { details: { resource, ...details } })
 
 export const validationFailed = (message: string, problems: Array<{ pointer: string; message: string }> = []): SvcError =>
   new SvcError('VALIDATION_FAILED', message, { details: problems.length ? { problems } : {} })

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
-  ExecutionFailedError, InvalidRufidError, PermissionDeniedError, PROTOCOL_VERSION, RufidNotFoundError, SvcClient,
+  ExecutionFailedError, InvalidRufidError, NotFoundError, PermissionDeniedError, PROTOCOL_VERSION, RufidNotFoundError, SvcClient,
   ValidationFailedError, computeRufid, type SvcError,
 } from '../../src/client/index.js'
 import { removeDir, startDaemonProcess, type DaemonProcess } from '../fixtures/daemon-process.js'
@@ -82,6 +82,9 @@ const scenarios: Record<string, () => Promise<void>> = {
     const missing = await rejectionOf(admin.resolve('AAAAAAAAAAAA'))
     expect(missing).toBeInstanceOf(RufidNotFoundError)
     expect(missing).toMatchObject({ code: 1002, name: 'RUFID_NOT_FOUND', httpStatus: 404 })
+    const noExecution = await rejectionOf(admin.getExecution('ex_00000000000000000000000000'))
+    expect(noExecution).toBeInstanceOf(NotFoundError)
+    expect(noExecution).toMatchObject({ code: 1011, name: 'NOT_FOUND', httpStatus: 404, details: { resource: 'execution' } })
     const anonymous = await rejectionOf(admin.with({ token: '' }).listFunctions())
     expect(anonymous).toBeInstanceOf(PermissionDeniedError)
     expect(anonymous).toMatchObject({ code: 1003, httpStatus: 401, unauthenticated: true })

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import * as core from '../../src/core/rufid.js'
 import {
   ERROR_CODES, ExecutionFailedError, ExecutionTimeoutError, FederationUnreachableError, InternalError, InvalidRufidError,
-  PermissionDeniedError, RateLimitedError, RufidCollisionError, RufidNotFoundError, ServiceUnavailableError,
+  NotFoundError, PermissionDeniedError, RateLimitedError, RufidCollisionError, RufidNotFoundError, ServiceUnavailableError,
   SvcClient, SvcConnectionError, SvcError, SyncConflictError, ValidationFailedError, WaitTimeoutError,
   computeRufid, isSvcError, normalizeSource, parseRufid,
 } from '../../src/client/index.js'
@@ -262,6 +262,7 @@ describe('typed errors', () => {
     [1008, 'RUFID_COLLISION', 409, RufidCollisionError],
     [1009, 'INTERNAL_ERROR', 500, InternalError],
     [1010, 'SERVICE_UNAVAILABLE', 503, ServiceUnavailableError],
+    [1011, 'NOT_FOUND', 404, NotFoundError],
     [2001, 'FEDERATION_UNREACHABLE', 502, FederationUnreachableError],
     [2002, 'SYNC_CONFLICT', 409, SyncConflictError],
   ]

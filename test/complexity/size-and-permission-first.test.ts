@@ -67,12 +67,12 @@ describe('size and permission before hashing (issue 27)', () => {
     counts.deriveSignature = 0
   })
 
-  async function post(path: string, token: string, body: unknown): Promise<{ status: number; code: number | undefined; message: string }> {
+  async function post(path: string, token: string, body: unknown): Promise<{ status: number; code: number | undefined; message: string; details: Record<string, unknown> }> {
     const res = await fetch(`${base}${path}`, {
       method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
     })
-    const parsed = (await res.json()) as { error?: { code?: number; message?: string } }
-    return { status: res.status, code: parsed.error?.code, message: parsed.error?.message ?? '' }
+    const parsed = (await res.json()) as { error?: { code?: number; message?: string; details?: Record<string, unknown> } }
+    return { status: res.status, code: parsed.error?.code, message: parsed.error?.message ?? '', details: parsed.error?.details ?? {} }
   }
 
   // the freezing shape of issue 27 (a long blank run in a plain-family source), over the limit
@@ -121,6 +121,32 @@ describe('size and permission before hashing (issue 27)', () => {
     const big = await post('/api/v1/functions/create', admin, { function_name: 'f', signature: '()', language: 'ruby', source_code: oversize })
     expect(big.code).toBe(1006)
     expect(counts.computeRufid).toBe(0)
+  })
+
+  it('a language this node cannot run is refused at every local create path (400/1006, naming it and what the node runs), nothing hashed or derived or stored', async () => {
+    const ruby = { function_name: 'f', signature: '()', language: 'ruby', source_code: 'puts 1' }
+    const paths: Array<[string, string, unknown]> = [
+      ['/api/v1/functions/create', admin, ruby],
+      ['/api/v1/functions/deploy', admin, { ...ruby, branch: 'main' }],
+      ['/api/v1/execution/execute', admin, { rufid: unknownRufid, ...ruby }],
+      ['/api/v1/execution/execute', executeOnly, { rufid: unknownRufid, ...ruby, language: 'go', source_code: 'func f() {}' }],
+    ]
+    for (const [path, token, body] of paths) {
+      const r = await post(path, token, body)
+      expect(r, path).toMatchObject({ status: 400, code: 1006, details: { language: (body as { language: string }).language, languages: ['javascript', 'typescript', 'python'] } })
+      expect(r.message, path).toContain(`"${(body as { language: string }).language}"`)
+      expect(r.message, path).toContain('javascript, typescript, python')
+    }
+    expect(counts).toEqual({ computeRufid: 0, deriveSignature: 0 })
+    const list = await fetch(`${base}/api/v1/functions`, { headers: { authorization: `Bearer ${admin}` } })
+    expect(((await list.json()) as { items: Array<{ language: string }> }).items.filter((f) => f.language === 'ruby' || f.language === 'go')).toEqual([])
+    // the languages it runs, aliases too, pass the check (and are hashed)
+    for (const language of ['javascript', 'js', 'typescript', 'python', 'python3.12']) {
+      const source_code = language.startsWith('py') ? 'def f():\n  return 1\n' : 'function f() { return 1 }'
+      const r = await post('/api/v1/functions/create', admin, { function_name: 'f', signature: '()', language, source_code })
+      expect([200, 201], `${language}: ${r.message}`).toContain(r.status)
+    }
+    expect(counts.computeRufid).toBe(5)
   })
 
   it('/v1 publish: 403 without rufid.create and 1006 for over-size base64, before it is decoded or a signature derived', async () => {

@@ -118,7 +118,7 @@ describe('manifests, lockfiles and branches over REST (one daemon process)', () 
     expect(wrong.body.error).toMatchObject({ code: 1003, name: 'PERMISSION_DENIED' })
     const missing = await call<ErrorBody>(api('/api/v1/functions/branches/nope/invoke'), 'POST', { function_name: 'addStaged', arguments: {} })
     expect(missing.status).toBe(404)
-    expect(missing.body.error.code).toBe(1002)
+    expect(missing.body.error).toMatchObject({ code: 1011, name: 'NOT_FOUND', details: { resource: 'branch', branch: 'nope' } })
 
     const heads = await call<{ items: Body[] }>(api('/api/v1/functions/branches?function_name=addStaged'), 'GET')
     expect(heads.body.items).toEqual([expect.objectContaining({ branch: 'staging', version: 'v2', function_name: 'addStaged' })])

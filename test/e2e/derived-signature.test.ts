@@ -2,6 +2,7 @@
 // test/vectors/signature-v1.json gets its one RUFID through `/v1` publish (base64 source, no
 // signature) on a real daemon, through the real `svc functions create` and through
 // `svc rufid compute` without `--signature`; a case that derives no signature is 1006 everywhere.
+// A Go case is computed locally and refused by the node's create (1006: a language it cannot run).
 // The Python and Go clients' compute run the same file in their own suites
 // (clients/python/tests/test_signature_vectors.py, clients/go/signature_test.go).
 // Needs `npm run build` (the CLI runs from dist/).
@@ -9,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sandboxFamilyOf } from '../../src/engine/sandbox/languages.js'
 import { languageFamily } from '../../src/core/rufid.js'
 import { call, removeDir, startDaemonProcess, type DaemonProcess } from '../fixtures/daemon-process.js'
 import { runSvc } from '../cli/run-svc.js'
@@ -25,6 +27,9 @@ function runtimeOf(language: string): string | undefined {
 }
 
 const ERROR_LINE = /^error 1006 VALIDATION_FAILED: cannot derive the signature of function /
+
+/** Whether this node runs the case's language: a create of another (Go) is refused with 1006 since issue 28, and nothing is stored. */
+const runnable = (language: string): boolean => sandboxFamilyOf(language) !== undefined
 
 /** Runs `work` when one of `slots` is free: the CLI processes of at most two cases at a time (other suites share the machine). */
 function limiter(slots: number): <T>(work: () => Promise<T>) => Promise<T> {
@@ -80,7 +85,14 @@ describe('one RUFID for a source without a signature through /v1, svc functions 
         const created = await runSvc(['functions', 'create', ...definition, '--url', d.url, '--json'])
         const computed = await runSvc(['rufid', 'compute', ...definition, '--json'])
 
-        if (v.signature !== undefined) {
+        if (v.signature !== undefined && !runnable(v.language)) {
+          // derived locally, then refused by the node: it cannot run the language (issue 28)
+          expect(created.status, 'svc functions create').toBe(1)
+          expect(created.stderr, 'svc functions create').toMatch(/^error 1006 VALIDATION_FAILED: invalid function definition: \/language this node cannot run "[^"]+": it runs javascript, typescript, python/)
+          expect(created.stderr).toContain(JSON.stringify(v.language))
+          expect(computed.stderr, 'svc rufid compute').toBe('')
+          expect(JSON.parse(computed.stdout), 'svc rufid compute').toEqual({ rufid_short: v.rufid_short, content_digest: v.sha256_hex, signature: v.signature })
+        } else if (v.signature !== undefined) {
           if (published) {
             expect(published.body, 'POST /v1/functions').toMatchObject({ rufid_short: v.rufid_short })
             expect([200, 201]).toContain(published.status)
@@ -118,11 +130,11 @@ describe('one RUFID for a source without a signature through /v1, svc functions 
     expect((await call(`${d.url}/healthz`, 'GET')).status).toBe(200)
   })
 
-  it('stored exactly the RUFIDs of the vectors that derive a signature, nothing for the others', async () => {
+  it('stored exactly the RUFIDs of the vectors that derive a signature in a language the node runs, nothing for the others', async () => {
     const listed = await call<{ items: Array<{ rufid_short?: string; rufid: string }>; pagination: { total: number } }>(`${d.url}/api/v1/functions?limit=100`, 'GET')
     expect(listed.status).toBe(200)
     const stored = listed.body.items.map((f) => f.rufid_short ?? f.rufid)
     expect(listed.body.pagination.total).toBe(stored.length)
-    expect(new Set(stored)).toEqual(new Set(cases.filter((c) => c.signature !== undefined).map((c) => c.rufid_short)))
+    expect(new Set(stored)).toEqual(new Set(cases.filter((c) => c.signature !== undefined && runnable(c.language)).map((c) => c.rufid_short)))
   })
 })

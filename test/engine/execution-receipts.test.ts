@@ -102,7 +102,7 @@ describe('execution records refer to their receipts', () => {
     }
     expect((await again.engine.executions.get(dev, other.execution_id)).receipt).toEqual(other.receipt)
     // another tenant still reads none of it
-    expect((await rejectionOf(again.engine.executions.receiptOf(principal('other'), hits[0]!.execution_id))).code).toBe(1002)
+    expect((await rejectionOf(again.engine.executions.receiptOf(principal('other'), hits[0]!.execution_id))).code).toBe(1011)
     await stop(again)
   })
 
@@ -162,7 +162,7 @@ describe('execution records refer to their receipts', () => {
     await db.close()
     const again = await start(db)
     expect(await again.engine.executions.get(dev, run.execution_id)).toMatchObject({ status: 'success', result: 11, receipt: null })
-    expect((await rejectionOf(again.engine.executions.receiptOf(dev, run.execution_id))).code).toBe(1002)
+    expect(await rejectionOf(again.engine.executions.receiptOf(dev, run.execution_id))).toMatchObject({ code: 1011, details: { resource: 'receipt' } })
     await stop(again)
   })
 })

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { SvcError } from '../../src/core/errors.js'
 import { computeRufid } from '../../src/core/rufid.js'
 import { createCatalogStore, type SystemEvent } from '../../src/engine/index.js'
+import { RUNNABLE_LANGUAGE_PATTERN } from '../../src/engine/registry/create-input.js'
 import { createTestEngine, principal, type TestEngine } from '../fixtures/engine.js'
 import { addJs, addTs } from '../fixtures/functions.js'
 
@@ -185,5 +186,29 @@ describe('function registry (in-process, memory-level)', () => {
     const defs = Array.from({ length: 10 }, (_, i) => ({ ...addJs, source_code: `function add(a, b) { return a + b + ${i} }` }))
     const results = await Promise.all(defs.map((d) => t.engine.functions.create(dev, d)))
     expect(results.map((r) => r.version).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `v${i + 1}`).sort())
+  })
+
+  it('refuses a language this node cannot run with 1006 naming it and the languages it runs, storing nothing', async () => {
+    for (const language of ['ruby', 'go', 'Rust', 'plain', 'python2', 'c++']) {
+      const err = await t.engine.functions.create(dev, { ...addJs, language }).catch((e: unknown) => e)
+      expect(err, language).toBeInstanceOf(SvcError)
+      expect(err, language).toMatchObject({ code: 1006, details: { language, languages: ['javascript', 'typescript', 'python'] } })
+      expect((err as SvcError).message).toContain(JSON.stringify(language))
+    }
+    expect((await t.engine.functions.list(dev)).items).toEqual([])
+  })
+
+  it('the published language pattern (OpenAPI) accepts exactly what the registry runs', async () => {
+    const pattern = new RegExp(RUNNABLE_LANGUAGE_PATTERN)
+    const runs = ['javascript', 'JavaScript', 'js', 'node', 'NodeJS', 'typescript', 'ts', 'TSX', 'jsx', 'mjs', 'cjs', 'python', 'Python', 'py', 'python3', 'python3.12', 'py3.11', 'PY3']
+    const refused = ['ruby', 'go', 'golang', 'plain', 'python2', 'python3.', 'python3x', 'rust', 'c++', 'java', 'node20', 'javascript1', 'x']
+    for (const language of runs) {
+      expect(pattern.test(language), language).toBe(true)
+      expect(() => t.engine.functions.admitLanguage(language), language).not.toThrow()
+    }
+    for (const language of refused) {
+      expect(pattern.test(language), language).toBe(false)
+      expect(() => t.engine.functions.admitLanguage(language), language).toThrow(SvcError)
+    }
   })
 })

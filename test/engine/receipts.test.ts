@@ -76,7 +76,7 @@ describe('receipts and the result cache (engine)', () => {
       expect(isReceiptError(err) && err.failure).toBe('bad_signature')
     }
     // another tenant cannot read it
-    expect((await rejectionOf(engine.executions.receiptOf(principal('other'), record.execution_id))).code).toBe(1002)
+    expect((await rejectionOf(engine.executions.receiptOf(principal('other'), record.execution_id))).code).toBe(1011)
   })
 
   it('signs failed executions too (status and error code, no result digest)', async () => {

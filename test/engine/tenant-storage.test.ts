@@ -240,7 +240,7 @@ describe('the tenant quota', () => {
 })
 
 describe('execution-record retention', () => {
-  it('keeps the newest records of each tenant, frees their usage, and answers 1002 for the others', async () => {
+  it('keeps the newest records of each tenant, frees their usage, and answers 1011 for the others', async () => {
     const db = memoryDb()
     const node = await startNode(db, { retention: { retentionDays: 0, maxPerTenant: 5, sweepIntervalMs: 3_600_000 } })
     const fa = (await node.engine.functions.create(A, sized)).rufid
@@ -263,7 +263,7 @@ describe('execution-record retention', () => {
     expect(after.execution_records).toBe(5)
     expect(before.used_bytes - after.used_bytes).toBe(swept.bytes)
     expect(swept.bytes).toBeGreaterThan(7 * 4 * KiB)
-    for (const { who, record } of a.slice(0, 7)) expect((await rejectionOf(node.engine.executions.get(who, record.execution_id))).code).toBe(1002)
+    for (const { who, record } of a.slice(0, 7)) expect((await rejectionOf(node.engine.executions.get(who, record.execution_id))).code).toBe(1011)
     for (const { who, record } of a.slice(7)) expect((await node.engine.executions.get(who, record.execution_id)).status).toBe('success')
     for (const r of b) expect((await node.engine.executions.get(B, r.execution_id)).status).toBe('success')
     // the swept records' receipts went with them; the remaining ones' stayed, with the certificate
@@ -295,7 +295,7 @@ describe('execution-record retention', () => {
     expect(swept.records).toBe(2)
     expect(swept.receipts).toBe(1)
     expect(swept.certificates).toBe(1)
-    expect((await rejectionOf(node.engine.executions.get(A, computed.execution_id))).code).toBe(1002)
+    expect((await rejectionOf(node.engine.executions.get(A, computed.execution_id))).code).toBe(1011)
     expect(node.engine.tenantStorage(A).execution_records).toBe(0)
     // the result cache still holds the result and its receipt: a new cached answer writes both again
     const again = await node.engine.executions.execute(A, target, { n: 10 })

@@ -22,7 +22,7 @@ const RUNS = 120
 
 /** The svc codes each HTTP status may carry (decisions.md "Errors", plus 413 and 401 refinements). */
 const CODES_OF_STATUS: Record<number, number[]> = {
-  400: [1001, 1006], 401: [1003], 403: [1003], 404: [1002, 1006], 408: [1004], 409: [1008, 2002], 413: [1006], 422: [1006, 1007], 429: [1005], 405: [1006],
+  400: [1001, 1006], 401: [1003], 403: [1003], 404: [1002, 1006, 1011], 408: [1004], 409: [1008, 2002], 413: [1006], 422: [1006, 1007], 429: [1005], 405: [1006],
   502: [2001], 503: [1010],
 }
 // rufid-v1 §8, written out here rather than taken from the code under test

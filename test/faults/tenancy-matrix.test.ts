@@ -89,7 +89,7 @@ describe('tenancy matrix: tenant B against tenant A on every door (real daemon p
   it('REST: every documented route, tenant B against tenant A', async () => {
     const rec = recordFault('tenancy.rest', {
       fault: "tenant B's admin key on every REST route of /openapi.json, aimed at tenant A's functions, versions, branch, executions, logs, key and audit",
-      expectation: "A's resources answer 404/1002 (or 403 for tenant-wide ones), B's lists hold only B's data, no answer carries A's data, A's state unchanged",
+      expectation: "A's resources answer 404/1002 (1011 for executions, receipts and branches; or 403 for tenant-wide ones), B's lists hold only B's data, no answer carries A's data, A's state unchanged",
     })
     const doc = (await call<{ paths: Record<string, Record<string, unknown>> }>(`${d.url}/openapi.json`, 'GET')).body
     const NOT_FOUND = [404]
@@ -195,14 +195,14 @@ describe('tenancy matrix: tenant B against tenant A on every door (real daemon p
   it('GraphQL: every query and mutation field, tenant B against tenant A', async () => {
     const rec = recordFault('tenancy.graphql', {
       fault: "tenant B's admin key on every Query and Mutation field (from introspection) aimed at A's functions",
-      expectation: 'errors with code 1002 for A\'s functions, B-only lists, no data of A',
+      expectation: 'errors with code 1002 for A\'s functions (1011 for its executions), B-only lists, no data of A',
     })
     const gql = async (query: string, variables: Record<string, unknown> = {}): Promise<JsonResponse<{ data?: Record<string, unknown>; errors?: Array<{ extensions?: { code?: number } }> }>> =>
       call(`${d.url}/graphql`, 'POST', { query, variables }, bearer(keyB))
     const schema = await gql('{ __schema { queryType { fields { name } } mutationType { fields { name } } subscriptionType { fields { name } } } }')
     const fieldsOf = (t: string) => ((schema.body.data!.__schema as Record<string, { fields: Array<{ name: string }> }>)[t]?.fields ?? []).map((f) => f.name)
     const ops: Record<string, { query: string; variables?: Record<string, unknown>; code?: number }> = {
-      'Query.executionReceipt': { query: 'query($id: String!) { executionReceipt(executionId: $id) }', variables: { id: a.execution }, code: 1002 },
+      'Query.executionReceipt': { query: 'query($id: String!) { executionReceipt(executionId: $id) }', variables: { id: a.execution }, code: 1011 },
       'Query.resolveRUFID': { query: 'query($r: String!) { resolveRUFID(rufid: $r) { rufid functionId contentDigest manifest } }', variables: { r: a.short }, code: 1002 },
       'Query.listFunctions': { query: 'query($s: String) { listFunctions(search: $s) { items { rufid name description } } }', variables: { s: secret } },
       'Query.getFunctionMetrics': { query: 'query($r: String!) { getFunctionMetrics(rufid: $r) { usageCount } }', variables: { r: a.short }, code: 1002 },

@@ -88,7 +88,7 @@ describe('branches (in-process engine)', () => {
     expect((await rejectionOf(t.engine.branches.deploy(dev, { ...addV(3), branch: 'prod', branch_key: 'short' }))).code).toBe(1006)
   })
 
-  it('keeps lineages, branches and tenants apart, and reports unknown branches with 1002', async () => {
+  it('keeps lineages, branches and tenants apart, and reports unknown branches with 1011', async () => {
     const other = principal('globex')
     const a = await t.engine.branches.deploy(dev, { ...addV(1), branch: 'staging' })
     await t.engine.branches.deploy(dev, { ...addV(2), branch: 'prod' })
@@ -99,7 +99,7 @@ describe('branches (in-process engine)', () => {
     expect((await t.engine.branches.heads(other)).map((h) => `${h.function_name}/${h.branch}@v${h.version}`)).toEqual(['add/staging@v1'])
     // globex's staging key does not move acme's staging
     expect((await rejectionOf(t.engine.branches.deploy(dev, { ...addV(5), branch: 'staging', branch_key: a.branch_key! + 'x' }))).code).toBe(1003)
-    expect((await rejectionOf(t.engine.branches.head(dev, 'add', 'nope'))).code).toBe(1002)
+    expect((await rejectionOf(t.engine.branches.head(dev, 'add', 'nope'))).code).toBe(1011)
     expect((await rejectionOf(t.engine.branches.head(dev, 'add', 'bad/name'))).code).toBe(1006)
     await expectHeadsRebuildFromLedger()
   })

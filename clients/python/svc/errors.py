@@ -29,6 +29,7 @@ __all__ = [
     "SyncConflictError",
     "InternalError",
     "ServiceUnavailableError",
+    "NotFoundError",
     "SvcConnectionError",
     "ConnectionError",
     "ERROR_CLASSES",
@@ -180,6 +181,15 @@ class ServiceUnavailableError(SvcError):
     name = "SERVICE_UNAVAILABLE"
 
 
+class NotFoundError(SvcError):
+    """1011 NOT_FOUND (a daemon addition, HTTP 404): something that is not a function does not
+    exist in the caller's tenant (an execution, its receipt, an API key, a branch);
+    ``details["resource"]`` names which. A function or version not found stays 1002."""
+
+    code = 1011
+    name = "NOT_FOUND"
+
+
 class SvcConnectionError(SvcError):
     """The node could not be reached (refused, DNS, TLS, timeout...). ``code`` is None."""
 
@@ -198,6 +208,7 @@ ERROR_CLASSES: Dict[int, Type[SvcError]] = {
         InvalidRufidError, RufidNotFoundError, PermissionDeniedError, ExecutionTimeoutError,
         RateLimitedError, ValidationFailedError, ExecutionFailedError, RufidCollisionError,
         FederationUnreachableError, SyncConflictError, InternalError, ServiceUnavailableError,
+        NotFoundError,
     )
 }
 

@@ -71,6 +71,10 @@ def errors_by_class(admin):
     with pytest.raises(svc.RufidNotFoundError) as missing:
         admin.resolve("AAAAAAAAAAAA")
     assert (missing.value.code, missing.value.name, missing.value.http_status) == (1002, "RUFID_NOT_FOUND", 404)
+    with pytest.raises(svc.NotFoundError) as no_execution:
+        admin.get_execution("ex_00000000000000000000000000")
+    assert (no_execution.value.code, no_execution.value.name, no_execution.value.http_status) == (1011, "NOT_FOUND", 404)
+    assert no_execution.value.details["resource"] == "execution"
     with pytest.raises(svc.PermissionDeniedError) as anonymous:
         admin.with_options(token="").list_functions()
     assert (anonymous.value.code, anonymous.value.http_status, anonymous.value.unauthenticated) == (1003, 401, True)

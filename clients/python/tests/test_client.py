@@ -293,6 +293,7 @@ ERRORS = [
     (2002, "SYNC_CONFLICT", 409, svc.SyncConflictError),
     (1009, "INTERNAL_ERROR", 500, svc.InternalError),
     (1010, "SERVICE_UNAVAILABLE", 503, svc.ServiceUnavailableError),
+    (1011, "NOT_FOUND", 404, svc.NotFoundError),
 ]
 
 

@@ -86,7 +86,7 @@ const ERRORS: Record<number, { name: string; meaning: string }> = {
   400: { name: 'BadRequest', meaning: 'malformed request (1006) or RUFID (1001)' },
   401: { name: 'Unauthorized', meaning: 'no or invalid credentials (1003); see WWW-Authenticate' },
   403: { name: 'Forbidden', meaning: 'permission denied (1003)' },
-  404: { name: 'NotFound', meaning: 'not found (1002)' },
+  404: { name: 'NotFound', meaning: 'a function or version not found (1002), or another resource not found (1011: an execution, its receipt, an API key, a branch; details.resource names it)' },
   405: { name: 'MethodNotAllowed', meaning: 'method not allowed (1006); see Allow' },
   406: { name: 'NotAcceptable', meaning: 'not acceptable (1006)' },
   408: { name: 'ExecutionTimeout', meaning: 'execution timeout (1004)' },

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
-import { SvcError, validationFailed } from '../../core/errors.js'
+import { notFound, SvcError, validationFailed } from '../../core/errors.js'
 import { LruCache } from '../lru.js'
 import { Mutex } from '../mutex.js'
 import { base62 } from '../../core/rufid.js'
@@ -165,7 +165,7 @@ export class ApiKeyService {
   }
 
   /**
-   * Revokes a key of the caller's tenant (1002 when there is none of that id). The last active
+   * Revokes a key of the caller's tenant (1011, `resource: api_key`, when there is none of that id). The last active
    * administrator key of a tenant is not revoked (1003, `details.reason` `last_admin_key`): with
    * it gone, nobody holding a key could act as an admin there again, and only a stopped node lets
    * an operator mint one (`svc keys create --admin`). The way to replace it is a rotation: mint
@@ -180,7 +180,7 @@ export class ApiKeyService {
     return this.revocations.run(async () => {
       const record = typeof keyId === 'string' ? await this.storage.get(keyId) : undefined
       if (!record || record.tenant_id !== principal.tenant_id) {
-        throw new SvcError('RUFID_NOT_FOUND', `API key ${String(keyId)} does not exist`, { details: { key_id: keyId } })
+        throw notFound('api_key', `API key ${String(keyId)} does not exist`, { key_id: keyId })
       }
       const now = Date.now()
       if (principal.method === 'api_key' && isActiveAdminKey(record, now) && !(await this.anotherAdminKeyReaches(record, now))) {

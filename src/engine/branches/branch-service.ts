@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { canonicalJson } from '../../core/canonical-json.js'
-import { SvcError } from '../../core/errors.js'
+import { notFound, SvcError } from '../../core/errors.js'
 import { requirePermission } from '../authz.js'
 import type { ExecutionService } from '../executions/execution-service.js'
 import type { CreateResult, FunctionRegistry } from '../registry/function-registry.js'
@@ -72,6 +72,7 @@ export class BranchService {
     requirePermission(principal, 'rufid.create')
     const body = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {}
     const req = parseOrThrow(deploySchema, body, 'deploy request')
+    this.c.registry.admitLanguage(body.language) // before the branch key or the source is hashed
     const tenant = principal.tenant_id
     const name = req.function_name
     const branch = req.branch ?? DEFAULT_BRANCH
@@ -169,16 +170,14 @@ export class BranchService {
     }
   }
 
-  /** The head a branch of a lineage points at; 1002 when the branch does not exist. */
+  /** The head a branch of a lineage points at; 1011 (`resource: branch`) when the branch does not exist. */
   async head(principal: Principal, functionName: unknown, branch: unknown = DEFAULT_BRANCH, permission: 'rufid.read' | 'rufid.execute' = 'rufid.read'): Promise<BranchHead> {
     requirePermission(principal, permission)
     const req = parseOrThrow(invokeSchema, { function_name: functionName, branch: branch ?? DEFAULT_BRANCH }, 'branch')
     const b = req.branch ?? DEFAULT_BRANCH
     const head = await this.c.store.getBranchHead(principal.tenant_id, req.function_name, b)
     if (!head) {
-      throw new SvcError('RUFID_NOT_FOUND', `function ${req.function_name} has no branch ${b}`, {
-        details: { function_name: req.function_name, branch: b },
-      })
+      throw notFound('branch', `function ${req.function_name} has no branch ${b}`, { function_name: req.function_name, branch: b })
     }
     return head
   }

@@ -1,4 +1,4 @@
-import { isSvcError, SvcError, validationFailed } from '../../core/errors.js'
+import { isSvcError, notFound, SvcError, validationFailed } from '../../core/errors.js'
 import { receiptDigest, type Receipt } from '../../core/receipt.js'
 import { requirePermission } from '../authz.js'
 import type { EventBus } from '../events.js'
@@ -416,7 +416,7 @@ export class ExecutionService {
     return record
   }
 
-  /** A stored execution of the principal's tenant; 1002 for unknown ids and other tenants' runs. */
+  /** A stored execution of the principal's tenant; 1011 (`resource: execution`) for unknown ids and other tenants' runs. */
   async get(principal: Principal, executionId: unknown): Promise<ExecutionRecord> {
     requirePermission(principal, 'rufid.read')
     this.settle()
@@ -425,17 +425,18 @@ export class ExecutionService {
     }
     const record = await this.c.store.getExecution(executionId)
     if (record === undefined || record.tenant_id !== principal.tenant_id) {
-      throw new SvcError('RUFID_NOT_FOUND', `execution ${executionId} does not exist`, { details: { execution_id: executionId } })
+      throw notFound('execution', `execution ${executionId} does not exist`, { execution_id: executionId })
     }
     return record
   }
 
-  /** The receipt of a stored execution of the principal's tenant; 1002 when the execution has none (yet). */
+  /** The receipt of a stored execution of the principal's tenant; 1011 (`resource: receipt`) when the execution has none (yet). */
   async receiptOf(principal: Principal, executionId: unknown): Promise<Receipt> {
     const record = await this.get(principal, executionId)
     if (!record.receipt) {
-      throw new SvcError('RUFID_NOT_FOUND', `execution ${record.execution_id} has no receipt${record.status === 'queued' || record.status === 'running' ? ' yet (it has not finished)' : ''}`, {
-        details: { execution_id: record.execution_id, status: record.status },
+      throw notFound('receipt', `execution ${record.execution_id} has no receipt${record.status === 'queued' || record.status === 'running' ? ' yet (it has not finished)' : ''}`, {
+        execution_id: record.execution_id,
+        status: record.status,
       })
     }
     return record.receipt

@@ -40,8 +40,8 @@ export interface NativeExecuteHooks {
  *
  * Order (decisions.md: size and permission are checked before the source is hashed): the RUFID's
  * syntax, rufid.execute and the lookup; then, only for a registration, the source's size against
- * registry.max_source_bytes and the function name's syntax (1006); only then the signature is
- * derived and the source hashed. Each step is linear in its input.
+ * registry.max_source_bytes, a language this node cannot run and the function name's syntax (1006);
+ * only then the signature is derived and the source hashed. Each step is linear in its input.
  */
 export async function nativeExecute(
   principal: Principal,
@@ -60,6 +60,7 @@ export async function nativeExecute(
   } catch (err) {
     if (!(err instanceof SvcError) || err.code !== 1002 || typeof body.source_code !== 'string' || body.source_code === '') throw err
     functions.admitSource(principal, body.source_code, '/source_code', 'rufid.execute')
+    functions.admitLanguage(body.language) // before the signature is derived and the source hashed
     const definition = definitionOf(body)
     const computed = computeRufid(definition)
     if (computed.rufid_short !== target.short) {

@@ -15,6 +15,7 @@ import { parseOrThrow } from '../validation.js'
 import { createInputSchema, type CreateFunctionInput } from './create-input.js'
 import { importStatement } from './import-statement.js'
 import { ResolutionCache } from './resolution-cache.js'
+import { SANDBOX_LANGUAGES, sandboxFamilyOf } from '../sandbox/languages.js'
 import { lacksCode, type RegistryReplicationHooks } from '../replication/registry-hooks.js'
 
 export interface FunctionRegistryInit {
@@ -149,15 +150,34 @@ export class FunctionRegistry {
   }
 
   /**
+   * 1006 (400) when this node's sandbox cannot run `language`: `details.language` is what was asked,
+   * `details.languages` what the node runs (the sandbox's own list), and the message names both.
+   * Every local create path calls it before hashing (create itself, and the doors that hash or derive
+   * a signature before calling create). A value that is not a language name at all (not a string,
+   * empty, longer than 32 characters…) is left to the definition's schema, which reports it with its pointer.
+   * Replication never calls it: a federation member may serve a catalog entry this node only stores.
+   */
+  admitLanguage(language: unknown, pointer = '/language'): void {
+    if (typeof language !== 'string' || language === '' || language.length > 32 || sandboxFamilyOf(language) !== undefined) return
+    const languages = [...SANDBOX_LANGUAGES]
+    const message = `this node cannot run ${JSON.stringify(language)}: it runs ${languages.join(', ')}`
+    throw new SvcError('VALIDATION_FAILED', `invalid function definition: ${pointer} ${message}`, {
+      details: { language, languages, problems: [{ pointer, message }] },
+    })
+  }
+
+  /**
    * Publishes a function version. Identical content (same hash, manifest and lock) is idempotent
    * (the text a manifest or lockfile was sent as is not content: the first version's text is kept);
    * a hash collision is 1008. A manifest is validated (1006/422 with JSON pointers); without a
    * lockfile one is generated (or reused from a stored version with the same manifest); a
-   * lockfile whose manifest_digest does not match is 1006/422. Nothing is stored on any failure.
+   * lockfile whose manifest_digest does not match is 1006/422; a language this node cannot run is
+   * 1006 (`admitLanguage`). Nothing is stored on any failure.
    */
   async create(principal: Principal, raw: unknown, options: CreateOptions = {}): Promise<CreateResult> {
     requirePermission(principal, options.permission ?? 'rufid.create')
     const input: CreateFunctionInput = parseOrThrow(this.createSchema, raw, 'function definition')
+    this.admitLanguage(input.language) // before the source is hashed
     const identity = computeRufid(input)
     const tenant = principal.tenant_id
     const short = identity.rufid_short

@@ -166,7 +166,7 @@ describe('GraphQL over HTTP', () => {
     expect(codesOf(again)).toEqual([{ code: 1002, name: 'RUFID_NOT_FOUND' }])
   })
 
-  it('errors carry extensions {code, name}: 1001, 1002, 1003, 1006, 1007', async () => {
+  it('errors carry extensions {code, name}: 1001, 1002, 1003, 1006, 1007, 1011', async () => {
     const malformed = await node.gql(`{ resolveRUFID(rufid: "not-a-rufid!") { rufid } }`)
     expect(codesOf(malformed)).toEqual([{ code: 1001, name: 'INVALID_RUFID' }])
     expect(malformed.body.errors![0]!.path).toEqual(['resolveRUFID'])
@@ -175,6 +175,10 @@ describe('GraphQL over HTTP', () => {
     expect(codesOf(unknown)).toEqual([{ code: 1002, name: 'RUFID_NOT_FOUND' }])
     const otherTenant = await node.gql(`{ resolveRUFID(rufid: "rufid:${addShort}:v1:acme") { rufid } }`, {}, { token: node.keys.globex })
     expect(codesOf(otherTenant)).toEqual([{ code: 1002, name: 'RUFID_NOT_FOUND' }])
+    // an execution is not a function: 1011, naming what was not found
+    const noExecution = await node.gql(`{ executionReceipt(executionId: "ex_00000000000000000000000000") }`)
+    expect(codesOf(noExecution)).toEqual([{ code: 1011, name: 'NOT_FOUND' }])
+    expect(noExecution.body.errors![0]!.extensions).toMatchObject({ details: { resource: 'execution', execution_id: 'ex_00000000000000000000000000' } })
 
     const denied = await node.gql(CREATE, { input: inputOf(throwsJs) }, { token: node.keys.acmeReader })
     expect(denied.status).toBe(200)

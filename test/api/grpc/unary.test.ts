@@ -1,9 +1,12 @@
 // CreateRUFID, ResolveRUFID and ExecuteFunction through a real grpc-js client, with every error path.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import * as grpc from '@grpc/grpc-js'
 import type { CreateRUFIDRequest } from '../../../src/api/grpc/generated/svc/v1/CreateRUFIDRequest.js'
 import type { ExecuteFunctionRequest } from '../../../src/api/grpc/generated/svc/v1/ExecuteFunctionRequest.js'
 import type { ResolveRUFIDRequest } from '../../../src/api/grpc/generated/svc/v1/ResolveRUFIDRequest.js'
+import { notFound } from '../../../src/core/errors.js'
 import { computeRufid } from '../../../src/core/rufid.js'
+import { grpcErrorOf } from '../../../src/api/grpc/errors.js'
 import { realSandbox } from '../../fixtures/engine.js'
 import { addJs, spinJs, throwsJs } from '../../fixtures/functions.js'
 import { bearer, createRufid, executeFunction, failure, resolveRufid, startGrpcHarness, statusOf, type GrpcHarness, type SvcClient } from './helpers.js'
@@ -104,6 +107,15 @@ describe('gRPC door: unary RPCs', () => {
     const other = await failure(execute({ rufid: `rufid:${expected.rufid_short}:v1:globex` }))
     expect(statusOf(other)).toEqual({ code: 'NOT_FOUND', svcCode: '1002', svcName: 'RUFID_NOT_FOUND' })
     expect(statusOf(await failure(resolve({ rufid: expected.rufid_short, version: 'v9' })))).toMatchObject({ code: 'NOT_FOUND' })
+  })
+
+  it('1011 (something not found that is not a function) → NOT_FOUND with its code, name and details.resource', () => {
+    // no RPC of the proto looks up an execution, a receipt, a key or a branch: the door's one mapping is checked directly
+    const { status } = grpcErrorOf(notFound('execution', 'execution ex_00000000000000000000000000 does not exist', { execution_id: 'ex_00000000000000000000000000' }))
+    expect(grpc.status[status.code]).toBe('NOT_FOUND')
+    expect(status.metadata.get('svc-error-code')).toEqual(['1011'])
+    expect(status.metadata.get('svc-error-name')).toEqual(['NOT_FOUND'])
+    expect(JSON.parse(String(status.metadata.get('svc-error-details')[0]))).toEqual({ resource: 'execution', execution_id: 'ex_00000000000000000000000000' })
   })
 
   it('1003 without credentials → UNAUTHENTICATED; with a wrong scope → PERMISSION_DENIED', async () => {

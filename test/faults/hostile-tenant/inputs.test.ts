@@ -3,6 +3,10 @@
 // and the whole node with it), in several language families and through every door that hashes a
 // source: REST create, native execute (with a key that may only execute, and with one that may
 // register), /v1 publish, GraphQL createFunction, gRPC CreateRUFID; plus a deeply nested body.
+// Since issue 28 a language the node cannot run (ruby, go) is refused at create before any hashing
+// (400/1006): those requests are still sent and must be refused, and the hashing doors carry the
+// runnable families' hostile shapes (the plain and go families' normalization stays covered in
+// test/complexity/engine-inputs.test.ts).
 // Meanwhile tenant B polls /healthz and runs a warm function without pause. Real daemon process,
 // default config (standard auth), real sockets on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -67,32 +71,32 @@ describe('hostile tenant: inputs that froze the node (real daemon process)', () 
     const nativeExecute = (key: string, body: Record<string, unknown>) => () =>
       call(`${node.url}/api/v1/execution/execute`, 'POST', { rufid: 'rufid:AAAAAAAAAAAA', function_name: 'f', ...body }, { authorization: `Bearer ${key}` })
     const hostile: Array<{ id: string; door: string; expect: Array<number | string>; send: () => Promise<{ status: number | string }> }> = [
-      { id: 'ruby blank run', door: 'REST create', expect: [201], send: create('ruby', sources.rubyBlankRun) },
+      { id: 'ruby blank run (a language the node cannot run: refused unhashed)', door: 'REST create', expect: [400], send: create('ruby', sources.rubyBlankRun) },
       { id: 'python unterminated strings', door: 'REST create', expect: [201], send: create('python', sources.pythonUnterminated) },
       { id: 'python blank lines', door: 'REST create', expect: [201], send: create('python', sources.pythonBlankLines) },
       { id: 'js block comments', door: 'REST create', expect: [201], send: create('javascript', sources.jsBlockComments) },
       { id: 'js deep nesting', door: 'REST create', expect: [201], send: create('javascript', sources.jsNesting) },
-      { id: 'go rune literals', door: 'REST create', expect: [201], send: create('go', sources.goRunes) },
+      { id: 'go rune literals (a language the node cannot run: refused unhashed)', door: 'REST create', expect: [400], send: create('go', sources.goRunes) },
       // an execute-only key may register a source (decisions.md): it is hashed (linear), and hashes to another RUFID
-      { id: 'ruby blank run, execute-only key', door: 'native execute', expect: [400], send: nativeExecute(executeOnlyA, { signature: '()', language: 'ruby', source_code: sources.rubyBlankRun }) },
+      { id: 'ruby blank run, execute-only key (refused unhashed)', door: 'native execute', expect: [400], send: nativeExecute(executeOnlyA, { signature: '()', language: 'ruby', source_code: sources.rubyBlankRun }) },
       { id: 'blank lines, language guessed', door: 'native execute', expect: [400], send: nativeExecute(node.keyA, { source_code: sources.blankLinesNoLanguage }) },
-      { id: 'ruby blank run', door: 'native execute', expect: [400], send: nativeExecute(node.keyA, { signature: '()', language: 'ruby', source_code: sources.rubyBlankRun }) },
+      { id: 'ruby blank run (refused unhashed)', door: 'native execute', expect: [400], send: nativeExecute(node.keyA, { signature: '()', language: 'ruby', source_code: sources.rubyBlankRun }) },
       {
         id: 'js block comments, signature derived', door: '/v1 publish', expect: [201],
         send: () => node.asA('POST', '/v1/functions', { name: 'f', runtime: 'node20', source: Buffer.from('function f(a) { return a }\n' + '/**/'.repeat(BIG / 6)).toString('base64') }),
       },
       {
-        id: 'ruby blank run', door: 'GraphQL createFunction', expect: [200],
+        id: 'python blank run', door: 'GraphQL createFunction', expect: [200],
         send: () => node.asA('POST', '/graphql', {
           query: 'mutation($input: CreateFunctionInput!) { createFunction(input: $input) { shortRufid } }',
-          variables: { input: { functionName: 'g', signature: '()', language: 'ruby', sourceCode: 'puts 2' + ' '.repeat(BIG) + 'x' } },
+          variables: { input: { functionName: 'g', signature: '()', language: 'python', sourceCode: 'def g():\n    return 2\n' + ' '.repeat(BIG) + 'x' } },
         }),
       },
       {
-        id: 'ruby blank run', door: 'gRPC CreateRUFID', expect: ['OK'],
+        id: 'python blank run', door: 'gRPC CreateRUFID', expect: ['OK'],
         send: async () => {
           try {
-            await createRufid(grpc, { function_name: 'h', signature: '()', language: 'ruby', source_code: 'puts 3' + ' '.repeat(BIG) + 'x' }, bearer(node.keyA))
+            await createRufid(grpc, { function_name: 'h', signature: '()', language: 'python', source_code: 'def h():\n    return 3\n' + ' '.repeat(BIG) + 'x' }, bearer(node.keyA))
             return { status: 'OK' }
           } catch (err) {
             return { status: statusOf(err as ServiceError).code }
