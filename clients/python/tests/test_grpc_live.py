@@ -26,7 +26,7 @@ except ImportError as e:  # pragma: no cover - a missing install is a failure, n
 @pytest.fixture(scope="module")
 def node(live_node):
     if grpc is None:
-        pytest.fail("grpcio/protobuf are not installed (pip install "./clients/python[grpc]", or scripts/setup.sh): %s" % IMPORT_ERROR)
+        pytest.fail("grpcio/protobuf are not installed (pip install './clients/python[grpc]', or scripts/setup.sh): %s" % IMPORT_ERROR)
     if not live_node.grpc_address:
         pytest.fail("the daemon reported no gRPC address:\n" + "".join(live_node.output))
     return live_node
