@@ -3,7 +3,7 @@
 // they are, so a changed message or a lost detail is a changed contract.
 import { describe, expect, it } from 'vitest'
 import {
-  ERROR_CODES, errorNameOf, invalidRufid, isSvcError, rufidNotFound, SvcError, toSvcError, validationFailed,
+  ERROR_CODES, errorNameOf, invalidRufid, isSvcError, notFound, rufidNotFound, SvcError, toSvcError, validationFailed,
 } from '../../src/core/errors.js'
 
 describe('ERROR_CODES and errorNameOf', () => {
@@ -11,7 +11,8 @@ describe('ERROR_CODES and errorNameOf', () => {
     for (const [name, code] of Object.entries(ERROR_CODES)) expect(errorNameOf(code)).toBe(name)
     expect(errorNameOf(1001)).toBe('INVALID_RUFID')
     expect(errorNameOf(2002)).toBe('SYNC_CONFLICT')
-    for (const code of [0, 1000, 1011, 2000, 2003, 404]) expect(errorNameOf(code)).toBeUndefined()
+    expect(errorNameOf(1011)).toBe('NOT_FOUND')
+    for (const code of [0, 1000, 1012, 2000, 2003, 404]) expect(errorNameOf(code)).toBeUndefined()
   })
 })
 
@@ -84,6 +85,15 @@ describe('error helpers', () => {
     const b = rufidNotFound('AbC123xyz789', 'v2')
     expect(b.message).toBe('RUFID AbC123xyz789 v2 does not exist')
     expect(b.details).toStrictEqual({ rufid: 'AbC123xyz789', version: 'v2' })
+  })
+
+  it('notFound: 1011 naming the resource first, then the details given', () => {
+    const a = notFound('execution', 'execution ex_1 does not exist', { execution_id: 'ex_1' })
+    expect(a.code).toBe(1011)
+    expect(a.name).toBe('NOT_FOUND')
+    expect(a.message).toBe('execution ex_1 does not exist')
+    expect(a.details).toStrictEqual({ resource: 'execution', execution_id: 'ex_1' })
+    expect(notFound('branch', 'no branch').details).toStrictEqual({ resource: 'branch' })
   })
 
   it('validationFailed: 1006 with problems only when there are some', () => {
