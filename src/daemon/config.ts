@@ -29,6 +29,15 @@ const cidr = z.string().superRefine((text, ctx) => {
 /** A bound on Python interpreters' memory in MB: 0 (none) or room for at least one interpreter (a fresh one holds 20 MB). */
 const interpreterMb = z.number().int().max(1024 * 1024).refine((mb) => mb === 0 || mb >= 64, { message: 'must be 0 (no bound) or at least 64' })
 
+/** How a token's claims give the principal: the same members for JWTs and introspected OAuth tokens. */
+const claimFields = {
+  tenant_claim: z.string().min(1),
+  roles_claim: z.string().min(1),
+  scope_claim: z.string().min(1),
+  user_claim: z.string().min(1),
+  clock_tolerance_s: z.number().int().min(0),
+}
+
 export const configSchema = z.object({
   server: z.object({
     host: z.string().min(1),
@@ -99,11 +108,7 @@ export const configSchema = z.object({
       issuer: z.string(),
       audience: z.string(),
       algorithms: z.array(z.string()).min(1),
-      tenant_claim: z.string().min(1),
-      roles_claim: z.string().min(1),
-      scope_claim: z.string().min(1),
-      user_claim: z.string().min(1),
-      clock_tolerance_s: z.number().int().min(0),
+      ...claimFields,
     }).strict(),
     oauth_introspection: z.object({
       enabled: z.boolean(),
@@ -114,11 +119,7 @@ export const configSchema = z.object({
       cache_ttl_s: z.number().int().min(0),
       cache_max_entries: z.number().int().min(0),
       timeout_ms: z.number().int().min(1),
-      tenant_claim: z.string().min(1),
-      roles_claim: z.string().min(1),
-      scope_claim: z.string().min(1),
-      user_claim: z.string().min(1),
-      clock_tolerance_s: z.number().int().min(0),
+      ...claimFields,
     }).strict(),
     mtls: z.object({ enabled: z.boolean(), roles: z.array(role) }).strict(),
   }).strict(),

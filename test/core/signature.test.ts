@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { computeRufid } from '../../src/core/rufid.js'
 import { deriveSignature } from '../../src/core/signature.js'
-import { SvcError } from '../../src/core/errors.js'
+import type { SvcError } from '../../src/core/errors.js'
+import { thrownBy } from '../fixtures/thrown.js'
 
 export interface SignatureVector {
   id: string
@@ -18,16 +19,8 @@ export interface SignatureVector {
   error?: { code: 1006; name: 'VALIDATION_FAILED'; reason: string }
 }
 
-/** The SvcError `f` throws (the engine fixture's `thrownBy`, without loading the engine). */
-function failureOf(f: () => unknown): SvcError {
-  try {
-    f()
-  } catch (err) {
-    if (err instanceof SvcError) return err
-    throw err
-  }
-  throw new Error('expected a throw')
-}
+/** The SvcError `f` throws (the engine fixture's, from a module that does not load the engine). */
+const failureOf = thrownBy
 
 const vectors = JSON.parse(readFileSync(new URL('../vectors/signature-v1.json', import.meta.url), 'utf8')) as { cases: SignatureVector[] }
 
